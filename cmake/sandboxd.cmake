@@ -1,0 +1,43 @@
+# Helpers shared by every folder's CMakeLists.txt.
+
+# sandboxd_library(NAME folder DEPS ...)
+# The library of one top-level folder: every .cpp directly in it. Headers are
+# included by their path from the repository root ("events/file_log.hpp").
+# A folder whose sources are still to come is an INTERFACE library.
+function(sandboxd_library folder)
+  cmake_parse_arguments(ARG "" "" "DEPS;PRIVATE_DEPS" ${ARGN})
+  file(GLOB _srcs CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/*.cpp)
+  set(_target sandboxd_${folder})
+  if(_srcs)
+    add_library(${_target} STATIC ${_srcs})
+    target_include_directories(${_target} PUBLIC ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${_target} PUBLIC ${ARG_DEPS} PRIVATE ${ARG_PRIVATE_DEPS})
+  else()
+    add_library(${_target} INTERFACE)
+    target_include_directories(${_target} INTERFACE ${PROJECT_SOURCE_DIR})
+    target_link_libraries(${_target} INTERFACE ${ARG_DEPS})
+  endif()
+  add_library(sandboxd::${folder} ALIAS ${_target})
+endfunction()
+
+# sandboxd_test(NAME name SOURCES ... LIBS ... LABELS unit|integration|runtime
+#               [FIXTURES ...] [TIMEOUT s] [RUN_SERIAL])
+# One Boost.Test binary, registered with ctest under the given labels.
+function(sandboxd_test)
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} Boost::unit_test_framework)
+  target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK)
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} --color_output=no --log_level=test_suite)
+  if(NOT ARG_TIMEOUT)
+    set(ARG_TIMEOUT 600)
+  endif()
+  set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    ENVIRONMENT "SANDBOXD_SOURCE_DIR=${PROJECT_SOURCE_DIR};SANDBOXD_BINARY_DIR=${PROJECT_BINARY_DIR}")
+  if(ARG_FIXTURES)
+    set_tests_properties(${ARG_NAME} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")
+  endif()
+  if(ARG_RUN_SERIAL)
+    set_tests_properties(${ARG_NAME} PROPERTIES RUN_SERIAL TRUE)
+  endif()
+endfunction()

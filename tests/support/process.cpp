@@ -1,0 +1,81 @@
+#include "tests/support/process.hpp"
+
+#include <arpa/inet.h>
+#include <array>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <netinet/in.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <system_error>
+#include <unistd.h>
+
+namespace sandboxd::test {
+
+command_result run_shell(const std::string& command) {
+  command_result r;
+  std::string wrapped = "{ " + command + "\n} 2>&1";
+  FILE* f = ::popen(wrapped.c_str(), "r");
+  if (f == nullptr)
+    throw std::system_error(errno, std::generic_category(), "popen " + command);
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), f)) > 0)
+    r.output.append(buf.data(), n);
+  int status = ::pclose(f);
+  if (status != -1 && WIFEXITED(status))
+    r.exit_code = WEXITSTATUS(status);
+  return r;
+}
+
+std::string check_shell(const std::string& command) {
+  auto r = run_shell(command);
+  if (r.exit_code != 0)
+    throw std::runtime_error("command failed (exit " + std::to_string(r.exit_code) +
+                             "): " + command + "\n" + r.output);
+  return r.output;
+}
+
+std::string shell_quote(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) {
+    if (c == '\'')
+      out += "'\\''";
+    else
+      out += c;
+  }
+  return out + "'";
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "socket");
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    int e = errno;
+    ::close(fd);
+    throw std::system_error(e, std::generic_category(), "bind port 0");
+  }
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+std::string source_dir() {
+  if (const char* s = std::getenv("SANDBOXD_SOURCE_DIR"))
+    return s;
+#ifdef SANDBOXD_SOURCE_DIR_DEFAULT
+  return SANDBOXD_SOURCE_DIR_DEFAULT;
+#else
+  return std::filesystem::current_path().string();
+#endif
+}
+
+} // namespace sandboxd::test
