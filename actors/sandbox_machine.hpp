@@ -1,0 +1,191 @@
+// sandbox_machine.hpp — the pure sandbox state machine: what a command does to a sandbox.
+//
+// decide(state, command, now) returns the events a command emits, or the typed error that
+// rejects it; evolve(state, event) returns the state after an event. Nothing here does
+// I/O, reads a clock or knows about actors: the actor layer feeds commands (user requests,
+// runtime results, timer firings) in and persists what comes out.
+//
+// Contract (docs/state-machine.md holds the full state x command table, and
+// tests/actors/test_sandbox_machine.cpp checks this code against that table):
+// - Events from decide carry the next dense sequence numbers (state.sequence + 1, ...),
+//   event id "<sandbox id>:<sequence>", the command's tenant (the sandbox's, once created),
+//   principal and correlation id, and occurred_at = now.
+// - evolve is total: it trusts the log and applies every event; `unknown` payloads and
+//   `command_rejected` only advance the sequence. An event whose sequence is not above
+//   state.sequence is a duplicate and leaves the state unchanged.
+// - Replaying the events decide emitted, from initial_state, reproduces the same state.
+// - deleted is terminal: every command on a deleted sandbox is rejected.
+#pragma once
+
+#include "events/errc.hpp"
+#include "events/event.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+namespace sandboxd::actors {
+
+using events::nanoseconds;
+using events::time_point;
+
+// `absent` is the state before `created` (the sandbox does not exist yet).
+enum class sandbox_status : std::uint8_t {
+  absent,
+  creating,
+  running,
+  pausing,
+  paused,
+  resuming,
+  deleting,
+  deleted,
+  failed,
+};
+
+std::string_view to_string(sandbox_status s);
+
+struct sandbox_state {
+  std::string sandbox_id;
+  std::string tenant;
+  sandbox_status status = sandbox_status::absent;
+  std::uint64_t sequence = 0; // of the last event applied; 0 before `created`
+
+  events::created spec; // as created; spec.timeouts follows `timeout_changed`
+  // The mode being applied (pausing), kept (paused) or restored from (resuming).
+  events::pause_mode pause_mode = events::pause_mode::filesystem;
+
+  time_point created_at{};
+  time_point status_since{};     // when the current status was entered
+  time_point last_activity_at{}; // created, started, resumed, exec, file, snapshot, timeout
+  std::vector<std::string>
+    execs_in_flight;                      // cleared when processes end (paused fs, deleted, failed)
+  std::uint64_t writable_layer_bytes = 0; // the latest paused/storage/snapshot figure
+
+  // Set in status failed: the step that failed and why.
+  events::runtime_step failed_step = events::runtime_step::creating;
+  std::string failure_reason;
+
+  bool operator==(const sandbox_state&) const = default;
+};
+
+sandbox_state initial_state(std::string sandbox_id);
+
+// --- commands -------------------------------------------------------------------------------
+
+namespace cmd {
+
+// User commands.
+struct create {
+  events::created spec;
+};
+struct pause {
+  events::pause_mode mode = events::pause_mode::filesystem;
+  events::pause_reason reason = events::pause_reason::user; // recovery uses reason recovery
+};
+struct resume {};
+struct remove {}; // delete
+struct exec {
+  std::string exec_id; // unique among the sandbox's execs in flight
+  std::vector<std::string> argv;
+  std::string working_directory;
+  nanoseconds timeout{0};
+};
+struct read_file {
+  std::string path; // absolute, no ".." component
+  std::uint64_t bytes = 0;
+};
+struct write_file {
+  std::string path; // absolute, no ".." component
+  std::uint64_t bytes = 0;
+  events::sha256_digest sha256{};
+};
+struct set_timeout {
+  events::sandbox_timeouts timeouts; // the complete new settings
+};
+struct snapshot {
+  std::string snapshot_id;
+  std::uint64_t writable_layer_bytes = 0;
+};
+
+// Runtime results: the runtime finished (or could not finish) the step in flight.
+struct runtime_started {};
+struct runtime_paused {
+  std::uint64_t writable_layer_bytes = 0;
+};
+struct runtime_resumed {};
+struct runtime_deleted {};
+struct runtime_failed {
+  std::string reason;
+};
+using exec_finished = events::exec_finished;
+using storage_sampled = events::storage_sampled;
+
+// Timer firings. Each is accepted only when its deadline (next_deadlines) has passed.
+struct idle_timer {};
+struct lifetime_timer {};
+struct retention_timer {};
+
+} // namespace cmd
+
+using command_body =
+  std::variant<cmd::create, cmd::pause, cmd::resume, cmd::remove, cmd::exec, cmd::read_file,
+               cmd::write_file, cmd::set_timeout, cmd::snapshot, cmd::runtime_started,
+               cmd::runtime_paused, cmd::runtime_resumed, cmd::runtime_deleted, cmd::runtime_failed,
+               cmd::exec_finished, cmd::storage_sampled, cmd::idle_timer, cmd::lifetime_timer,
+               cmd::retention_timer>;
+
+struct command {
+  std::string tenant;    // of the caller; becomes the sandbox's tenant on create
+  std::string principal; // a user, or "system" for runtime results and timers
+  std::string correlation_id;
+  std::string causation_id;
+  command_body body;
+};
+
+events::command_kind kind_of(const command_body& body);
+
+// --- decide and evolve ----------------------------------------------------------------------
+
+struct decision {
+  std::variant<std::vector<events::event>, events::error> value;
+
+  bool ok() const { return value.index() == 0; }
+  const std::vector<events::event>& emitted() const { return std::get<0>(value); }
+  const events::error& failure() const { return std::get<1>(value); }
+};
+
+// The events `c` emits in `s` at `now`, or why it is rejected. An accepted command may emit
+// no events (create repeated with the same client request id; delete while deleting).
+decision decide(const sandbox_state& s, const command& c, time_point now);
+
+// The state after `e`. Throws std::invalid_argument if e.sequence > s.sequence + 1 (a gap:
+// the log lost an event, a fault).
+sandbox_state evolve(sandbox_state s, const events::event& e);
+
+// --- what the actor layer derives from the state --------------------------------------------
+
+// The instants at which the timers should fire; empty when the timer does not apply:
+// idle: running, an idle timeout set and no exec in flight: last activity + idle timeout;
+// lifetime: a maximum lifetime set and not deleting/deleted: created + max lifetime;
+// retention: paused and a retention set: paused since + retention.
+struct deadlines {
+  std::optional<time_point> idle;
+  std::optional<time_point> lifetime;
+  std::optional<time_point> retention;
+};
+deadlines next_deadlines(const sandbox_state& s);
+
+// The runtime step in flight in a transitional status (creating, pausing, resuming,
+// deleting); empty otherwise. After a restart this is what recovery must reconcile.
+std::optional<events::runtime_step> step_in_flight(const sandbox_state& s);
+
+// A `command_rejected` event recording `err` for `c`, with the next sequence number; empty
+// when the sandbox does not exist (absent) or no longer does (deleted), which has no history
+// to append to.
+std::optional<events::event> rejection_event(const sandbox_state& s, const command& c,
+                                             const events::error& err, time_point now);
+
+} // namespace sandboxd::actors

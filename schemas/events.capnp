@@ -1,0 +1,231 @@
+# events.capnp — the record format of sandboxd's event log: one `Event` per record.
+#
+# Evolution rules (docs/event-format.md): field ordinals and union ordinals are never
+# reused or renumbered; a new field or payload gets the next free ordinal; a field is
+# never removed (deprecate it by renaming to `obsoleteX`); a field's type never changes;
+# new enumerants are appended. Every record written by an older version stays readable,
+# and tests/golden/ holds one record of every payload written by the first version.
+#
+# Units: instants are nanoseconds since the Unix epoch (UTC), durations are nanoseconds,
+# sizes are bytes unless the name says MiB. A duration of 0 means "none".
+@0xf32c1df9f1a28e6e;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("sandboxd::schema");
+
+struct Event {
+  # Envelope: identifies the record and the operation it belongs to.
+  eventId @0 :Text;          # unique per event (for example a UUID)
+  sandboxId @1 :Text;        # the record key: one sandbox's events stay in one partition
+  sequence @2 :UInt64;       # per sandbox, 1 for `created`, dense: consumers drop duplicates
+  tenant @3 :Text;
+  principal @4 :Text;        # who caused it: a user, or "system" for timers and runtime results
+  occurredAtNs @5 :Int64;
+  correlationId @6 :Text;    # the client request or operation this event belongs to
+  causationId @7 :Text;      # the event or command that caused this one
+
+  payload :union {
+    created @8 :Created;
+    started @9 :Started;
+    pauseRequested @10 :PauseRequested;
+    paused @11 :Paused;
+    resumeRequested @12 :ResumeRequested;
+    resumed @13 :Resumed;
+    deleteRequested @14 :DeleteRequested;
+    deleted @15 :Deleted;
+    failed @16 :Failed;
+    execStarted @17 :ExecStarted;
+    execFinished @18 :ExecFinished;
+    fileWritten @19 :FileWritten;
+    fileRead @20 :FileRead;
+    storageSampled @21 :StorageSampled;
+    snapshotTaken @22 :SnapshotTaken;
+    timeoutChanged @23 :TimeoutChanged;
+    commandRejected @24 :CommandRejected;
+  }
+}
+
+enum PauseMode {
+  filesystem @0;   # processes end; the writable layer is kept; resume starts fresh processes
+  memory @1;       # process state is kept (checkpoint/restore or freezer)
+}
+
+enum PauseReason {
+  user @0;
+  idleTimeout @1;
+  recovery @2;
+}
+
+enum DeleteReason {
+  user @0;
+  lifetime @1;
+  retention @2;
+  idleTimeout @3;
+}
+
+enum IdleAction {
+  pause @0;
+  delete @1;
+}
+
+enum RuntimeKind {
+  runsc @0;
+  crun @1;
+  hollow @2;
+}
+
+enum RuntimeStep {
+  # The step the runtime could not complete; named after the state it was attempted in.
+  creating @0;
+  pausing @1;
+  resuming @2;
+  deleting @3;
+  running @4;      # the sandbox stopped unexpectedly while running
+}
+
+enum ErrorCode {
+  # The project's errc (events/errc.hpp); 0 is never written.
+  none @0;
+  notFound @1;
+  conflict @2;
+  permissionDenied @3;
+  invalidArgument @4;
+  resourceExhausted @5;
+  unavailable @6;
+}
+
+enum CommandKind {
+  createSandbox @0;
+  pauseSandbox @1;
+  resumeSandbox @2;
+  deleteSandbox @3;
+  exec @4;
+  readFile @5;
+  writeFile @6;
+  setTimeout @7;
+  snapshot @8;
+  runtimeStarted @9;
+  runtimePaused @10;
+  runtimeResumed @11;
+  runtimeDeleted @12;
+  runtimeFailed @13;
+  execFinished @14;
+  storageSampled @15;
+  idleTimer @16;
+  lifetimeTimer @17;
+  retentionTimer @18;
+}
+
+struct Limits {
+  memoryMib @0 :UInt32;
+  cpuMillicores @1 :UInt32;
+  pids @2 :UInt32;
+  diskMib @3 :UInt32;
+}
+
+struct NetworkPolicy {
+  mode @0 :Mode;
+  allowedHosts @1 :List(Text);   # only for mode allowList
+  enum Mode {
+    none @0;        # loopback only
+    full @1;
+    allowList @2;
+  }
+}
+
+struct Label {
+  key @0 :Text;
+  value @1 :Text;
+}
+
+struct Timeouts {
+  idleTimeoutNs @0 :Int64;       # 0: never idle out
+  idleAction @1 :IdleAction;
+  idlePauseMode @2 :PauseMode;   # the mode when idleAction is pause
+  maxLifetimeNs @3 :Int64;       # from creation; 0: unlimited
+  pausedRetentionNs @4 :Int64;   # how long a paused sandbox is kept; 0: forever
+}
+
+struct Created {
+  template @0 :Text;
+  limits @1 :Limits;
+  timeouts @2 :Timeouts;
+  network @3 :NetworkPolicy;
+  labels @4 :List(Label);
+  runtime @5 :RuntimeKind;
+  clientRequestId @6 :Text;      # makes create idempotent
+}
+
+struct Started {}
+
+struct PauseRequested {
+  mode @0 :PauseMode;
+  reason @1 :PauseReason;
+}
+
+struct Paused {
+  mode @0 :PauseMode;
+  writableLayerBytes @1 :UInt64;
+}
+
+struct ResumeRequested {}
+
+struct Resumed {}
+
+struct DeleteRequested {
+  reason @0 :DeleteReason;
+}
+
+struct Deleted {}
+
+struct Failed {
+  step @0 :RuntimeStep;
+  reason @1 :Text;
+}
+
+struct ExecStarted {
+  execId @0 :Text;
+  argv @1 :List(Text);
+  workingDirectory @2 :Text;
+  timeoutNs @3 :Int64;           # 0: none
+}
+
+struct ExecFinished {
+  execId @0 :Text;
+  exitCode @1 :Int32;            # -1 when ended by a signal
+  signal @2 :Int32;              # 0 when it exited
+  durationNs @3 :Int64;
+  stdoutBytes @4 :UInt64;
+  stderrBytes @5 :UInt64;
+  timedOut @6 :Bool;
+}
+
+struct FileWritten {
+  path @0 :Text;
+  bytes @1 :UInt64;
+  sha256 @2 :Data;               # 32 bytes
+}
+
+struct FileRead {
+  path @0 :Text;
+  bytes @1 :UInt64;
+}
+
+struct StorageSampled {
+  writableLayerBytes @0 :UInt64;
+}
+
+struct SnapshotTaken {
+  snapshotId @0 :Text;
+  writableLayerBytes @1 :UInt64;
+}
+
+struct TimeoutChanged {
+  timeouts @0 :Timeouts;         # the complete new settings
+}
+
+struct CommandRejected {
+  command @0 :CommandKind;
+  code @1 :ErrorCode;
+  message @2 :Text;
+}
