@@ -1,0 +1,111 @@
+// The migrations runner against a real PostgreSQL: applies in order once, records
+// checksums, and refuses to start on an edited or unknown applied migration.
+#define BOOST_TEST_MODULE migrations
+#include <boost/test/unit_test.hpp>
+
+#include "projections/migrations.hpp"
+#include "tests/support/pg_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <pqxx/pqxx>
+
+#include <fstream>
+
+using namespace sandboxd::projections;
+using sandboxd::test::pg_server;
+using sandboxd::test::temp_dir;
+
+namespace {
+
+void write(const std::string& path, const std::string& text) {
+  std::ofstream(path, std::ios::binary) << text;
+}
+
+std::string error_of(pqxx::connection& c, const std::string& schema, const std::string& dir) {
+  try {
+    apply_migrations(c, schema, dir);
+  } catch (const migration_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(repository_migrations_apply_once_and_create_the_read_models) {
+  pqxx::connection c(pg_server::shared().conninfo());
+  auto first = apply_migrations(c, "live_repo");
+  BOOST_TEST(!first.applied.empty());
+  BOOST_TEST(first.applied.front() == 1);
+  auto second = apply_migrations(c, "live_repo");
+  BOOST_TEST(second.applied.empty());
+  BOOST_TEST(second.current_version == first.current_version);
+  pqxx::work w(c);
+  for (const char* table : {"projection_offsets", "sandboxes", "billing_hourly", "audit_log"})
+    BOOST_TEST(w.exec_params1("SELECT count(*) FROM information_schema.tables "
+                              "WHERE table_schema = 'live_repo' AND table_name = $1",
+                              std::string(table))[0]
+                   .as<int>() == 1,
+               table);
+}
+
+BOOST_AUTO_TEST_CASE(migrations_apply_in_version_order_with_checksums) {
+  temp_dir dir("migrations");
+  write(dir / "0002_second.sql", "INSERT INTO trail VALUES ('second');");
+  write(dir / "0001_first.sql",
+        "CREATE TABLE trail (what text); INSERT INTO trail VALUES ('first');");
+  pqxx::connection c(pg_server::shared().conninfo());
+  auto out = apply_migrations(c, "ordered", dir.path());
+  BOOST_TEST((out.applied == std::vector<int>{1, 2}));
+  pqxx::work w(c);
+  auto rows = w.exec("SELECT what FROM ordered.trail");
+  BOOST_REQUIRE(rows.size() == 2u);
+  BOOST_TEST(rows[0][0].as<std::string>() == "first");
+  BOOST_TEST(rows[1][0].as<std::string>() == "second");
+  auto sums = w.exec("SELECT version, checksum FROM ordered.schema_migrations ORDER BY version");
+  BOOST_TEST(sums[0][1].as<std::string>() == load_migrations(dir.path())[0].checksum);
+}
+
+BOOST_AUTO_TEST_CASE(edited_applied_migration_stops_start_up) {
+  temp_dir dir("migrations");
+  write(dir / "0001_first.sql", "CREATE TABLE t (v int);");
+  pqxx::connection c(pg_server::shared().conninfo());
+  apply_migrations(c, "edited", dir.path());
+  write(dir / "0001_first.sql", "CREATE TABLE t (v bigint);");
+  write(dir / "0002_second.sql", "CREATE TABLE u (v int);");
+  std::string err = error_of(c, "edited", dir.path());
+  BOOST_TEST(err.find("migration 1_first was edited") != std::string::npos, err);
+  BOOST_TEST(err.find("add a new migration") != std::string::npos, err);
+  // Nothing after the edited one was applied.
+  pqxx::work w(c);
+  BOOST_TEST(w.exec1("SELECT count(*) FROM edited.schema_migrations")[0].as<int>() == 1);
+}
+
+BOOST_AUTO_TEST_CASE(unknown_applied_migration_stops_start_up) {
+  temp_dir dir("migrations");
+  write(dir / "0001_first.sql", "CREATE TABLE t (v int);");
+  write(dir / "0002_second.sql", "CREATE TABLE u (v int);");
+  pqxx::connection c(pg_server::shared().conninfo());
+  apply_migrations(c, "unknown", dir.path());
+  std::remove((dir / "0002_second.sql").c_str());
+  std::string err = error_of(c, "unknown", dir.path());
+  BOOST_TEST(err.find("2_second applied") != std::string::npos, err);
+}
+
+BOOST_AUTO_TEST_CASE(failing_migration_keeps_nothing_of_itself) {
+  temp_dir dir("migrations");
+  write(dir / "0001_first.sql", "CREATE TABLE t (v int);");
+  write(dir / "0002_broken.sql", "CREATE TABLE u (v int); SELECT no_such_function();");
+  pqxx::connection c(pg_server::shared().conninfo());
+  std::string err = error_of(c, "broken", dir.path());
+  BOOST_TEST(err.find("migration 2_broken failed") != std::string::npos, err);
+  pqxx::work w(c);
+  BOOST_TEST(w.exec1("SELECT count(*) FROM broken.schema_migrations")[0].as<int>() == 1);
+  BOOST_TEST(w.exec1("SELECT to_regclass('broken.u') IS NULL")[0].as<bool>());
+}
+
+BOOST_AUTO_TEST_CASE(badly_named_file_is_rejected) {
+  temp_dir dir("migrations");
+  write(dir / "1_first.sql", "SELECT 1;");
+  BOOST_CHECK_THROW(load_migrations(dir.path()), migration_error);
+}
