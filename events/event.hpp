@@ -223,7 +223,8 @@ struct command_rejected {
   bool operator==(const command_rejected&) const = default;
 };
 
-// A payload written by a newer version: `ordinal` is its union ordinal in the schema.
+// A payload written by a newer version: `ordinal` is its union discriminant (the position in
+// the schema's payload union: 0 is created, 16 command_rejected, 17 the first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;

@@ -1,0 +1,482 @@
+// sandbox_machine.cpp — decide and evolve for one sandbox (docs/state-machine.md).
+#include "actors/sandbox_machine.hpp"
+
+#include <algorithm>
+#include <stdexcept>
+
+namespace sandboxd::actors {
+
+using events::errc;
+using events::error;
+using status = sandbox_status;
+
+std::string_view to_string(sandbox_status s) {
+  switch (s) {
+  case status::absent:
+    return "absent";
+  case status::creating:
+    return "creating";
+  case status::running:
+    return "running";
+  case status::pausing:
+    return "pausing";
+  case status::paused:
+    return "paused";
+  case status::resuming:
+    return "resuming";
+  case status::deleting:
+    return "deleting";
+  case status::deleted:
+    return "deleted";
+  case status::failed:
+    return "failed";
+  }
+  return "unknown";
+}
+
+sandbox_state initial_state(std::string sandbox_id) {
+  sandbox_state s;
+  s.sandbox_id = std::move(sandbox_id);
+  return s;
+}
+
+// command_body lists the commands in command_kind order.
+static_assert(std::variant_size_v<command_body> ==
+              static_cast<std::size_t>(events::command_kind::retention_timer) + 1);
+
+events::command_kind kind_of(const command_body& body) {
+  return static_cast<events::command_kind>(body.index());
+}
+
+namespace {
+
+bool exists(status s) {
+  return s != status::absent && s != status::deleted;
+}
+
+bool in_flight(const sandbox_state& s, const std::string& exec_id) {
+  return std::find(s.execs_in_flight.begin(), s.execs_in_flight.end(), exec_id) !=
+         s.execs_in_flight.end();
+}
+
+// "paused (memory)" and the like: the status as a user would want it described.
+std::string describe(const sandbox_state& s) {
+  std::string d(to_string(s.status));
+  if (s.status == status::paused || s.status == status::pausing)
+    d += " (" + events::to_string(s.pause_mode) + ")";
+  return d;
+}
+
+// What to do when the command does not fit the current status.
+std::string advice(const sandbox_state& s) {
+  switch (s.status) {
+  case status::creating:
+    return "wait until it is running";
+  case status::pausing:
+    return "wait until it is paused";
+  case status::resuming:
+    return "wait until it is running";
+  case status::deleting:
+    return "it is being deleted";
+  case status::paused:
+    return "resume it first";
+  case status::running:
+    return "pause it first";
+  case status::failed:
+    return "delete it and create a new one";
+  default:
+    return "create a new sandbox";
+  }
+}
+
+error conflict(const sandbox_state& s, std::string_view action, std::string what_to_do = {}) {
+  return events::make_error(errc::conflict, "sandbox " + s.sandbox_id + " is " + describe(s) +
+                                              "; cannot " + std::string(action) + "; " +
+                                              (what_to_do.empty() ? advice(s) : what_to_do));
+}
+
+error invalid(const sandbox_state& s, std::string what) {
+  return events::make_error(errc::invalid_argument,
+                            "sandbox " + s.sandbox_id + ": " + std::move(what));
+}
+
+// Empty when the timeouts are acceptable.
+std::string check_timeouts(const events::sandbox_timeouts& t) {
+  if (t.idle_timeout.count() < 0 || t.max_lifetime.count() < 0 || t.paused_retention.count() < 0)
+    return "timeouts must not be negative; use 0 for none";
+  if (static_cast<unsigned>(t.on_idle) > 1 || static_cast<unsigned>(t.idle_pause_mode) > 1)
+    return "unknown idle action or pause mode; use pause/delete and filesystem/memory";
+  return {};
+}
+
+std::string check_spec(const events::created& spec) {
+  if (spec.template_name.empty())
+    return "a template is required; name one of the node's templates";
+  if (spec.limits.memory_mib == 0 || spec.limits.cpu_millicores == 0)
+    return "memory and CPU limits must be positive; set memory_mib and cpu_millicores";
+  for (const auto& l : spec.labels)
+    if (l.key.empty())
+      return "a label key is empty; give every label a key";
+  return check_timeouts(spec.timeouts);
+}
+
+// Empty when `path` is absolute, has no ".." component and no NUL byte.
+std::string check_path(const std::string& path) {
+  if (path.empty() || path.front() != '/')
+    return "path \"" + path + "\" is not absolute; give a path starting with /";
+  if (path.find('\0') != std::string::npos)
+    return "path contains a NUL byte";
+  std::size_t start = 0;
+  while (start <= path.size()) {
+    std::size_t end = path.find('/', start);
+    if (end == std::string::npos)
+      end = path.size();
+    if (path.compare(start, end - start, "..") == 0)
+      return "path \"" + path + "\" has a \"..\" component; give a normalized path";
+    start = end + 1;
+  }
+  return {};
+}
+
+// Builds the events of one accepted command, numbering them densely.
+class emitter {
+public:
+  emitter(const sandbox_state& s, const command& c, time_point now) : s_(s), c_(c), now_(now) {}
+
+  emitter& add(events::payload p) {
+    events::event e;
+    e.sequence = s_.sequence + out_.size() + 1;
+    e.sandbox_id = s_.sandbox_id;
+    e.event_id = s_.sandbox_id + ":" + std::to_string(e.sequence);
+    e.tenant = s_.status == status::absent ? c_.tenant : s_.tenant;
+    e.principal = c_.principal;
+    e.occurred_at = now_;
+    e.correlation_id = c_.correlation_id;
+    e.causation_id = c_.causation_id;
+    e.body = std::move(p);
+    out_.push_back(std::move(e));
+    return *this;
+  }
+
+  decision done() { return decision{std::move(out_)}; }
+
+private:
+  const sandbox_state& s_;
+  const command& c_;
+  time_point now_;
+  std::vector<events::event> out_;
+};
+
+decision reject(error e) {
+  return decision{std::move(e)};
+}
+
+struct decider {
+  const sandbox_state& s;
+  const command& c;
+  time_point now;
+
+  decision accept(events::payload p) const { return emitter(s, c, now).add(std::move(p)).done(); }
+  decision accept_nothing() const { return decision{std::vector<events::event>{}}; }
+
+  decision operator()(const cmd::create& x) const {
+    if (s.status == status::absent) {
+      if (c.tenant.empty())
+        return reject(invalid(s, "create needs the caller's tenant"));
+      if (auto why = check_spec(x.spec); !why.empty())
+        return reject(invalid(s, why));
+      return accept(x.spec);
+    }
+    if (!x.spec.client_request_id.empty() && x.spec.client_request_id == s.spec.client_request_id)
+      return accept_nothing(); // a retried create: the sandbox it made is the answer
+    return reject(events::make_error(
+      errc::conflict, "sandbox " + s.sandbox_id + " already exists (" + describe(s) +
+                        "); create with a new sandbox id, or repeat the original client "
+                        "request id to get this one"));
+  }
+
+  decision operator()(const cmd::pause& x) const {
+    if (s.status != status::running)
+      return reject(
+        conflict(s, "pause", s.status == status::paused ? "it is already paused" : std::string{}));
+    return accept(events::pause_requested{x.mode, x.reason});
+  }
+
+  decision operator()(const cmd::resume&) const {
+    if (s.status != status::paused)
+      return reject(
+        conflict(s, "resume", s.status == status::running ? "it is already running" : ""));
+    return accept(events::resume_requested{});
+  }
+
+  decision operator()(const cmd::remove&) const {
+    if (s.status == status::deleting)
+      return accept_nothing(); // the delete in flight completes this one
+    return accept(events::delete_requested{events::delete_reason::user});
+  }
+
+  decision operator()(const cmd::exec& x) const {
+    if (s.status != status::running)
+      return reject(
+        conflict(s, "exec", s.status == status::paused ? "resume it before exec" : std::string{}));
+    if (x.exec_id.empty() || in_flight(s, x.exec_id))
+      return reject(invalid(s, "exec id \"" + x.exec_id +
+                                 "\" is empty or already running; use a new unique id"));
+    if (x.argv.empty() || x.argv.front().empty())
+      return reject(invalid(s, "exec needs a program; give argv[0]"));
+    if (x.timeout.count() < 0)
+      return reject(invalid(s, "exec timeout is negative; use 0 for none"));
+    return accept(events::exec_started{x.exec_id, x.argv, x.working_directory, x.timeout});
+  }
+
+  decision operator()(const cmd::read_file& x) const {
+    if (s.status != status::running && s.status != status::paused)
+      return reject(conflict(s, "read a file"));
+    if (auto why = check_path(x.path); !why.empty())
+      return reject(invalid(s, why));
+    return accept(events::file_read{x.path, x.bytes});
+  }
+
+  decision operator()(const cmd::write_file& x) const {
+    bool writable = s.status == status::running ||
+                    (s.status == status::paused && s.pause_mode == events::pause_mode::filesystem);
+    if (!writable)
+      return reject(conflict(s, "write a file",
+                             s.status == status::paused
+                               ? "its memory is frozen; resume it, or pause in filesystem mode"
+                               : ""));
+    if (auto why = check_path(x.path); !why.empty())
+      return reject(invalid(s, why));
+    return accept(events::file_written{x.path, x.bytes, x.sha256});
+  }
+
+  decision operator()(const cmd::set_timeout& x) const {
+    if (s.status == status::deleting)
+      return reject(conflict(s, "change its timeouts"));
+    if (auto why = check_timeouts(x.timeouts); !why.empty())
+      return reject(invalid(s, why));
+    return accept(events::timeout_changed{x.timeouts});
+  }
+
+  decision operator()(const cmd::snapshot& x) const {
+    if (s.status != status::running && s.status != status::paused)
+      return reject(conflict(s, "take a snapshot"));
+    if (x.snapshot_id.empty())
+      return reject(invalid(s, "a snapshot needs an id"));
+    return accept(events::snapshot_taken{x.snapshot_id, x.writable_layer_bytes});
+  }
+
+  // Runtime results are accepted only for the step in flight; anything else is stale.
+  decision runtime_result(status expected, std::string_view what, events::payload p) const {
+    if (s.status != expected)
+      return reject(conflict(s, what, "the runtime result is stale; ignore it"));
+    return accept(std::move(p));
+  }
+  decision operator()(const cmd::runtime_started&) const {
+    return runtime_result(status::creating, "record started", events::started{});
+  }
+  decision operator()(const cmd::runtime_paused& x) const {
+    return runtime_result(status::pausing, "record paused",
+                          events::paused{s.pause_mode, x.writable_layer_bytes});
+  }
+  decision operator()(const cmd::runtime_resumed&) const {
+    return runtime_result(status::resuming, "record resumed", events::resumed{});
+  }
+  decision operator()(const cmd::runtime_deleted&) const {
+    return runtime_result(status::deleting, "record deleted", events::deleted{});
+  }
+  decision operator()(const cmd::runtime_failed& x) const {
+    auto step = step_in_flight(s);
+    if (!step && s.status == status::running)
+      step = events::runtime_step::running;
+    if (!step)
+      return reject(conflict(s, "record a runtime failure", "no runtime step is in flight"));
+    return accept(events::failed{*step, x.reason});
+  }
+
+  decision operator()(const cmd::exec_finished& x) const {
+    if (!in_flight(s, x.exec_id))
+      return reject(events::make_error(errc::not_found, "exec \"" + x.exec_id +
+                                                          "\" is not running in sandbox " +
+                                                          s.sandbox_id + "; ignore the result"));
+    return accept(x);
+  }
+
+  decision operator()(const cmd::storage_sampled& x) const { return accept(x); }
+
+  decision timer(const std::optional<time_point>& deadline, std::string_view what,
+                 events::payload p) const {
+    if (!deadline || now < *deadline)
+      return reject(conflict(s, what, "the timer is not due; re-arm it from next_deadlines"));
+    return accept(std::move(p));
+  }
+  decision operator()(const cmd::idle_timer&) const {
+    const auto& t = s.spec.timeouts;
+    if (t.on_idle == events::idle_action::delete_sandbox)
+      return timer(next_deadlines(s).idle, "idle out",
+                   events::delete_requested{events::delete_reason::idle_timeout});
+    return timer(next_deadlines(s).idle, "idle out",
+                 events::pause_requested{t.idle_pause_mode, events::pause_reason::idle_timeout});
+  }
+  decision operator()(const cmd::lifetime_timer&) const {
+    return timer(next_deadlines(s).lifetime, "end its lifetime",
+                 events::delete_requested{events::delete_reason::lifetime});
+  }
+  decision operator()(const cmd::retention_timer&) const {
+    return timer(next_deadlines(s).retention, "end its retention",
+                 events::delete_requested{events::delete_reason::retention});
+  }
+};
+
+bool is_create(const command_body& b) {
+  return std::holds_alternative<cmd::create>(b);
+}
+
+} // namespace
+
+decision decide(const sandbox_state& s, const command& c, time_point now) {
+  if (!exists(s.status) && !is_create(c.body))
+    return reject(events::make_error(
+      errc::not_found, "sandbox " + s.sandbox_id +
+                         (s.status == status::deleted ? " was deleted" : " does not exist") +
+                         "; list sandboxes to find it, or create a new one"));
+  return std::visit(decider{s, c, now}, c.body);
+}
+
+namespace {
+
+void enter(sandbox_state& s, status next, time_point at) {
+  s.status = next;
+  s.status_since = at;
+}
+
+void forget_execs(sandbox_state& s) {
+  s.execs_in_flight.clear();
+}
+
+struct evolver {
+  sandbox_state& s;
+  const events::event& e;
+
+  void touch() const { s.last_activity_at = e.occurred_at; }
+
+  void operator()(const events::unknown&) const {}
+  void operator()(const events::command_rejected&) const {}
+  void operator()(const events::created& p) const {
+    s.spec = p;
+    s.tenant = e.tenant;
+    s.created_at = e.occurred_at;
+    enter(s, status::creating, e.occurred_at);
+    touch();
+  }
+  void operator()(const events::started&) const {
+    enter(s, status::running, e.occurred_at);
+    touch();
+  }
+  void operator()(const events::pause_requested& p) const {
+    s.pause_mode = p.mode;
+    enter(s, status::pausing, e.occurred_at);
+  }
+  void operator()(const events::paused& p) const {
+    s.pause_mode = p.mode;
+    s.writable_layer_bytes = p.writable_layer_bytes;
+    if (p.mode != events::pause_mode::memory)
+      forget_execs(s); // a filesystem pause ends every process
+    enter(s, status::paused, e.occurred_at);
+  }
+  void operator()(const events::resume_requested&) const {
+    enter(s, status::resuming, e.occurred_at);
+  }
+  void operator()(const events::resumed&) const {
+    enter(s, status::running, e.occurred_at);
+    touch();
+  }
+  void operator()(const events::delete_requested&) const {
+    enter(s, status::deleting, e.occurred_at);
+  }
+  void operator()(const events::deleted&) const {
+    forget_execs(s);
+    enter(s, status::deleted, e.occurred_at);
+  }
+  void operator()(const events::failed& p) const {
+    s.failed_step = p.step;
+    s.failure_reason = p.reason;
+    forget_execs(s);
+    enter(s, status::failed, e.occurred_at);
+  }
+  void operator()(const events::exec_started& p) const {
+    s.execs_in_flight.push_back(p.exec_id);
+    touch();
+  }
+  void operator()(const events::exec_finished& p) const {
+    std::erase(s.execs_in_flight, p.exec_id);
+    touch();
+  }
+  void operator()(const events::file_written&) const { touch(); }
+  void operator()(const events::file_read&) const { touch(); }
+  void operator()(const events::storage_sampled& p) const {
+    s.writable_layer_bytes = p.writable_layer_bytes;
+  }
+  void operator()(const events::snapshot_taken& p) const {
+    s.writable_layer_bytes = p.writable_layer_bytes;
+    touch();
+  }
+  void operator()(const events::timeout_changed& p) const {
+    s.spec.timeouts = p.timeouts;
+    touch();
+  }
+};
+
+} // namespace
+
+sandbox_state evolve(sandbox_state s, const events::event& e) {
+  if (e.sequence <= s.sequence)
+    return s; // a duplicate delivery
+  if (e.sequence != s.sequence + 1)
+    throw std::invalid_argument("sandbox " + s.sandbox_id + ": event sequence " +
+                                std::to_string(e.sequence) + " follows " +
+                                std::to_string(s.sequence) + "; the log lost events");
+  if (s.sandbox_id.empty())
+    s.sandbox_id = e.sandbox_id;
+  std::visit(evolver{s, e}, e.body);
+  s.sequence = e.sequence;
+  return s;
+}
+
+deadlines next_deadlines(const sandbox_state& s) {
+  deadlines d;
+  const auto& t = s.spec.timeouts;
+  if (s.status == status::running && t.idle_timeout.count() > 0 && s.execs_in_flight.empty())
+    d.idle = s.last_activity_at + t.idle_timeout;
+  if (exists(s.status) && s.status != status::deleting && t.max_lifetime.count() > 0)
+    d.lifetime = s.created_at + t.max_lifetime;
+  if (s.status == status::paused && t.paused_retention.count() > 0)
+    d.retention = s.status_since + t.paused_retention;
+  return d;
+}
+
+std::optional<events::runtime_step> step_in_flight(const sandbox_state& s) {
+  switch (s.status) {
+  case status::creating:
+    return events::runtime_step::creating;
+  case status::pausing:
+    return events::runtime_step::pausing;
+  case status::resuming:
+    return events::runtime_step::resuming;
+  case status::deleting:
+    return events::runtime_step::deleting;
+  default:
+    return std::nullopt;
+  }
+}
+
+std::optional<events::event> rejection_event(const sandbox_state& s, const command& c,
+                                             const events::error& err, time_point now) {
+  if (!exists(s.status))
+    return std::nullopt;
+  auto d =
+    emitter(s, c, now).add(events::command_rejected{kind_of(c.body), err.code, err.message}).done();
+  return d.emitted().front();
+}
+
+} // namespace sandboxd::actors

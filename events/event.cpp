@@ -1,0 +1,90 @@
+// event.cpp — names of the event enums and payload types.
+#include "events/event.hpp"
+
+#include <array>
+
+namespace sandboxd::events {
+
+namespace {
+
+// The name of an open enum's value: its entry in `names`, or "<type>(<n>)" for a value a
+// newer version wrote.
+template <class Enum, std::size_t N>
+std::string name_of(Enum v, const std::array<std::string_view, N>& names, std::string_view type) {
+  auto n = static_cast<std::size_t>(v);
+  if (n < N)
+    return std::string(names[n]);
+  return std::string(type) + "(" + std::to_string(n) + ")";
+}
+
+} // namespace
+
+std::string to_string(pause_mode v) {
+  static constexpr std::array<std::string_view, 2> names{"filesystem", "memory"};
+  return name_of(v, names, "pause_mode");
+}
+
+std::string to_string(pause_reason v) {
+  static constexpr std::array<std::string_view, 3> names{"user", "idle_timeout", "recovery"};
+  return name_of(v, names, "pause_reason");
+}
+
+std::string to_string(delete_reason v) {
+  static constexpr std::array<std::string_view, 4> names{"user", "lifetime", "retention",
+                                                         "idle_timeout"};
+  return name_of(v, names, "delete_reason");
+}
+
+std::string to_string(idle_action v) {
+  static constexpr std::array<std::string_view, 2> names{"pause", "delete"};
+  return name_of(v, names, "idle_action");
+}
+
+std::string to_string(runtime_kind v) {
+  static constexpr std::array<std::string_view, 3> names{"runsc", "crun", "hollow"};
+  return name_of(v, names, "runtime_kind");
+}
+
+std::string to_string(network_mode v) {
+  static constexpr std::array<std::string_view, 3> names{"none", "full", "allow_list"};
+  return name_of(v, names, "network_mode");
+}
+
+std::string to_string(runtime_step v) {
+  static constexpr std::array<std::string_view, 5> names{"creating", "pausing", "resuming",
+                                                         "deleting", "running"};
+  return name_of(v, names, "runtime_step");
+}
+
+std::string to_string(command_kind v) {
+  static constexpr std::array<std::string_view, 19> names{
+    "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox", "exec",
+    "read_file",       "write_file",      "set_timeout",     "snapshot",       "runtime_started",
+    "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed", "exec_finished",
+    "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer"};
+  return name_of(v, names, "command_kind");
+}
+
+namespace {
+
+// Indexed by payload::index(); kept in the order of the variant (unknown first, then the
+// schema's union order).
+constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_names{
+  "unknown",          "created",         "started",          "pause_requested", "paused",
+  "resume_requested", "resumed",         "delete_requested", "deleted",         "failed",
+  "exec_started",     "exec_finished",   "file_written",     "file_read",       "storage_sampled",
+  "snapshot_taken",   "timeout_changed", "command_rejected"};
+
+} // namespace
+
+std::string_view type_name(const payload& p) {
+  return k_payload_names[p.index()];
+}
+
+const std::vector<std::string_view>& payload_type_names() {
+  static const std::vector<std::string_view> names(k_payload_names.begin() + 1,
+                                                   k_payload_names.end());
+  return names;
+}
+
+} // namespace sandboxd::events
