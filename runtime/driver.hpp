@@ -1,0 +1,154 @@
+// driver — the one interface to a sandbox runtime (runsc, crun, hollow).
+//
+// Contract every driver keeps:
+// - Calls are synchronous and may block (hundreds of ms for runsc); run them off any
+//   event loop. A driver is thread-safe: calls for different sandboxes run
+//   concurrently; calls for one sandbox are serialised where they change its state
+//   (create, start, pause, resume, remove), while exec and file operations may run
+//   concurrently with each other.
+// - Domain outcomes are values (`outcome<T>` with an `errc`), never exceptions.
+// - A sandbox's root filesystem is an overlay: a read-only template below, the
+//   sandbox's own writable layer above (the layer is what persists across a
+//   filesystem pause and what `usage().writable_bytes` measures).
+// - File operations resolve every path inside the sandbox's root: `..`, absolute
+//   symlinks and symlink chains planted by code in the sandbox never reach a host
+//   file. They work while running and while filesystem-paused (offline); writes are
+//   refused (conflict) while memory-paused.
+// - `list()` reports every sandbox the driver has on disk, also after a restart of the
+//   process, so a caller can reconcile after a crash.
+// - `remove()` leaves no mount, process, cgroup, runtime state or directory behind.
+#pragma once
+
+#include "runtime/errc.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sandboxd::runtime {
+
+// Resource limits of one sandbox. Zero means "no limit" for memory, cpu and pids.
+struct limits {
+  std::uint64_t memory_bytes = 512ull << 20;
+  std::uint32_t cpu_millis = 1000; // 1000 = one CPU's worth of time per second
+  std::uint32_t pids = 512;
+  std::uint64_t max_output_bytes = 1ull << 20; // per exec, stdout and stderr each
+  std::uint64_t max_file_bytes = 64ull << 20;  // per read_file / write_file
+};
+
+// Network of a sandbox. Only `none` (a private loopback, no outside network) is
+// implemented; a driver refuses anything else with invalid_argument.
+enum class network_policy { none, outbound };
+
+struct create_request {
+  std::string id;                     // [a-z0-9_-]{1,64}, unique per driver
+  std::string template_name = "base"; // a template known to the template store
+  runtime::limits limits;
+  network_policy network = network_policy::none;
+};
+
+enum class output_stream { out, err };
+
+struct exec_request {
+  std::vector<std::string> argv; // argv[0] is looked up in PATH when it has no '/'
+  // Added to (and overriding) the default environment for this exec only.
+  std::vector<std::pair<std::string, std::string>> env;
+  std::string cwd = "/";
+  std::optional<std::string> stdin_data; // no value: stdin is at end of file at once
+  std::chrono::milliseconds timeout{60000};
+  // Called with each chunk of output as it arrives, up to the output cap, from the
+  // calling thread. May be empty.
+  std::function<void(output_stream, std::string_view)> on_output;
+};
+
+struct exec_result {
+  int exit_code = -1; // -1 when the process was killed by a signal
+  int signal = 0;     // the signal that ended it, 0 when it exited
+  bool timed_out = false;
+  bool oom_killed = false; // the memory limit was hit while it ran
+  std::string stdout_data;
+  std::string stderr_data;
+  bool output_truncated = false; // more output than max_output_bytes was produced
+};
+
+enum class pause_mode { filesystem, memory };
+
+enum class sandbox_status {
+  created,           // the root filesystem exists; no process runs yet
+  running,           // processes may run; exec is allowed
+  paused_filesystem, // no process; the writable layer is synced and kept
+  paused_memory,     // processes kept (frozen or checkpointed)
+  stopped,           // its processes ended on their own (e.g. killed by the OOM killer)
+};
+
+const char* to_string(sandbox_status s);
+const char* to_string(pause_mode m);
+
+struct sandbox_info {
+  std::string id;
+  std::string template_name;
+  sandbox_status status = sandbox_status::created;
+  runtime::limits limits;
+};
+
+enum class file_type { regular, directory, symlink, other };
+
+struct file_info {
+  file_type type = file_type::regular;
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0; // permission bits
+  std::int64_t mtime_ns = 0;
+};
+
+struct dir_entry {
+  std::string name;
+  file_info info;
+};
+
+struct usage_info {
+  std::uint64_t writable_bytes = 0;          // bytes in the writable layer (storage billing)
+  std::optional<std::uint64_t> memory_bytes; // current memory use, where known
+  std::optional<std::uint64_t> cpu_ns;       // CPU time used, where known
+};
+
+class driver {
+public:
+  virtual ~driver() = default;
+
+  // "runsc", "crun" or "hollow".
+  virtual std::string_view name() const = 0;
+
+  // Makes the sandbox's root filesystem and runtime state; status `created`.
+  virtual outcome<sandbox_info> create(const create_request& request) = 0;
+  // Starts its processes: created or stopped -> running.
+  virtual outcome<void> start(const std::string& id) = 0;
+  // Runs one process in a running sandbox and waits for it (or its timeout).
+  virtual outcome<exec_result> exec(const std::string& id, const exec_request& request) = 0;
+  // running -> paused_filesystem or paused_memory.
+  virtual outcome<void> pause(const std::string& id, pause_mode mode) = 0;
+  // paused_* -> running. After a filesystem pause, processes start afresh.
+  virtual outcome<void> resume(const std::string& id) = 0;
+  // From any state; removing an unknown id is not_found.
+  virtual outcome<void> remove(const std::string& id) = 0;
+
+  virtual outcome<std::string> read_file(const std::string& id, const std::string& path) = 0;
+  // Atomic and binary-safe; creates missing parent directories (mode 0755).
+  virtual outcome<void> write_file(const std::string& id, const std::string& path,
+                                   std::string_view content, std::uint32_t mode = 0644) = 0;
+  virtual outcome<std::vector<dir_entry>> list_dir(const std::string& id,
+                                                   const std::string& path) = 0;
+  // Follows symlinks inside the sandbox's root.
+  virtual outcome<file_info> stat(const std::string& id, const std::string& path) = 0;
+
+  virtual outcome<usage_info> usage(const std::string& id) = 0;
+  virtual outcome<sandbox_info> inspect(const std::string& id) = 0;
+  // Every sandbox this driver has, in no particular order.
+  virtual outcome<std::vector<sandbox_info>> list() = 0;
+};
+
+} // namespace sandboxd::runtime

@@ -1,0 +1,207 @@
+#include "runtime/hollow_driver.hpp"
+
+#include "runtime/lifecycle_rules.hpp"
+#include "runtime/rooted_fs.hpp"
+#include "runtime/sandbox_record.hpp"
+
+#include <filesystem>
+#include <thread>
+
+namespace sandboxd::runtime {
+namespace {
+
+std::string root_of(const std::string& data_dir, const std::string& id) {
+  return sandbox_dir(data_dir, id) + "/upper";
+}
+
+void append_capped(std::string& to, std::string_view data, const exec_request& req,
+                   output_stream which, std::uint64_t cap, bool& truncated) {
+  std::uint64_t room = cap > to.size() ? cap - to.size() : 0;
+  if (data.size() > room) {
+    truncated = true;
+    data = data.substr(0, room);
+  }
+  to.append(data);
+  if (req.on_output && !data.empty())
+    req.on_output(which, data);
+}
+
+} // namespace
+
+hollow_driver::hollow_driver(hollow_options options) : options_(std::move(options)) {
+  std::filesystem::create_directories(options_.data_dir + "/sandboxes");
+}
+
+void hollow_driver::wait_latency() const {
+  if (options_.latency.count() > 0)
+    std::this_thread::sleep_for(options_.latency);
+}
+
+outcome<sandbox_info> hollow_driver::create(const create_request& req) {
+  wait_latency();
+  if (auto c = check_sandbox_id(req.id); !c)
+    return c.err();
+  if (req.network != network_policy::none)
+    return make_error(errc::invalid_argument,
+                      "driver hollow supports only network policy none; drop the network request");
+  if (req.template_name.empty())
+    return make_error(errc::invalid_argument, "empty template name; use base");
+  std::lock_guard<std::mutex> g(locks_.of(req.id));
+  return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
+    std::string dir = sandbox_dir(options_.data_dir, req.id);
+    if (std::filesystem::exists(dir))
+      return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
+    std::filesystem::create_directories(dir + "/upper");
+    sandbox_record r;
+    r.info.id = req.id;
+    r.info.template_name = req.template_name;
+    r.info.limits = req.limits;
+    r.info.status = sandbox_status::created;
+    save_record(options_.data_dir, r);
+    return r.info;
+  });
+}
+
+outcome<void> hollow_driver::transition(const std::string& id, operation op, sandbox_status to) {
+  wait_latency();
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("sandbox " + id, [&]() -> outcome<void> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    if (auto c = check_allowed(r->info, op); !c)
+      return c;
+    r->info.status = to;
+    save_record(options_.data_dir, r.value());
+    return {};
+  });
+}
+
+outcome<void> hollow_driver::start(const std::string& id) {
+  return transition(id, operation::start, sandbox_status::running);
+}
+
+outcome<void> hollow_driver::pause(const std::string& id, pause_mode mode) {
+  return transition(id, operation::pause,
+                    mode == pause_mode::filesystem ? sandbox_status::paused_filesystem
+                                                   : sandbox_status::paused_memory);
+}
+
+outcome<void> hollow_driver::resume(const std::string& id) {
+  return transition(id, operation::resume, sandbox_status::running);
+}
+
+outcome<exec_result> hollow_driver::exec(const std::string& id, const exec_request& req) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  if (auto c = check_allowed(r->info, operation::exec); !c)
+    return c.err();
+  if (req.argv.empty())
+    return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
+  const auto cap = r->info.limits.max_output_bytes;
+  exec_result res;
+  const std::string& prog = req.argv[0];
+  auto out = [&](output_stream s, std::string_view d) {
+    append_capped(s == output_stream::out ? res.stdout_data : res.stderr_data, d, req, s, cap,
+                  res.output_truncated);
+  };
+  if (prog == "echo") {
+    std::string line;
+    for (size_t i = 1; i < req.argv.size(); ++i)
+      line += (i > 1 ? " " : "") + req.argv[i];
+    out(output_stream::out, line + "\n");
+    res.exit_code = 0;
+  } else if (prog == "cat" && req.argv.size() == 1) {
+    out(output_stream::out, req.stdin_data.value_or(""));
+    res.exit_code = 0;
+  } else if (prog == "true") {
+    res.exit_code = 0;
+  } else if (prog == "false") {
+    res.exit_code = 1;
+  } else {
+    out(output_stream::err, prog + ": the hollow driver runs no programs\n");
+    res.exit_code = 127;
+  }
+  return res;
+}
+
+outcome<void> hollow_driver::remove(const std::string& id) {
+  wait_latency();
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("remove sandbox " + id, [&]() -> outcome<void> {
+    auto r = find_record(options_.data_dir, id);
+    std::string dir = sandbox_dir(options_.data_dir, id);
+    if (!r && !(r.code() == errc::not_found && std::filesystem::exists(dir)))
+      return r.err();
+    std::filesystem::remove_all(dir);
+    return {};
+  });
+}
+
+outcome<std::string> hollow_driver::read_file(const std::string& id, const std::string& path) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  return read_file_in_root(root_of(options_.data_dir, id), path, r->info.limits.max_file_bytes);
+}
+
+outcome<void> hollow_driver::write_file(const std::string& id, const std::string& path,
+                                        std::string_view content, std::uint32_t mode) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  if (auto c = check_allowed(r->info, operation::write); !c)
+    return c;
+  return write_file_in_root(root_of(options_.data_dir, id), path, content, mode,
+                            r->info.limits.max_file_bytes);
+}
+
+outcome<std::vector<dir_entry>> hollow_driver::list_dir(const std::string& id,
+                                                        const std::string& path) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  return list_dir_in_root(root_of(options_.data_dir, id), path);
+}
+
+outcome<file_info> hollow_driver::stat(const std::string& id, const std::string& path) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  return stat_in_root(root_of(options_.data_dir, id), path);
+}
+
+outcome<usage_info> hollow_driver::usage(const std::string& id) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  usage_info u;
+  u.writable_bytes = tree_bytes(root_of(options_.data_dir, id));
+  return u;
+}
+
+outcome<sandbox_info> hollow_driver::inspect(const std::string& id) {
+  wait_latency();
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  return r->info;
+}
+
+outcome<std::vector<sandbox_info>> hollow_driver::list() {
+  wait_latency();
+  std::vector<sandbox_info> out;
+  for (const auto& id : sandbox_ids(options_.data_dir))
+    if (auto r = load_record(options_.data_dir, id))
+      out.push_back(r->info);
+  return out;
+}
+
+} // namespace sandboxd::runtime

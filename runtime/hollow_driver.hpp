@@ -1,0 +1,55 @@
+// hollow_driver — a driver with no processes, for control-plane scale benchmarks and
+// actor tests only; never a default. It keeps the same lifecycle rules and file
+// semantics as the real drivers (see lifecycle_rules.hpp, rooted_fs.hpp), with the
+// sandbox's files in a plain directory and its state in `sandbox.json`, so it
+// survives a restart of the process: a new hollow_driver on the same data directory
+// sees every sandbox.
+//
+// exec runs no program. It understands `echo ARGS...` (prints ARGS and a newline),
+// `cat` (copies stdin), `true` and `false`; any other program exits 127 with a
+// message on stderr. Every call first waits `latency`, to model a real runtime.
+#pragma once
+
+#include "runtime/driver.hpp"
+#include "runtime/lifecycle_rules.hpp"
+#include "runtime/sandbox_locks.hpp"
+
+#include <chrono>
+#include <string>
+
+namespace sandboxd::runtime {
+
+struct hollow_options {
+  std::string data_dir; // created if missing
+  std::chrono::microseconds latency{0};
+};
+
+class hollow_driver final : public driver {
+public:
+  explicit hollow_driver(hollow_options options);
+
+  std::string_view name() const override { return "hollow"; }
+  outcome<sandbox_info> create(const create_request& request) override;
+  outcome<void> start(const std::string& id) override;
+  outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
+  outcome<void> pause(const std::string& id, pause_mode mode) override;
+  outcome<void> resume(const std::string& id) override;
+  outcome<void> remove(const std::string& id) override;
+  outcome<std::string> read_file(const std::string& id, const std::string& path) override;
+  outcome<void> write_file(const std::string& id, const std::string& path, std::string_view content,
+                           std::uint32_t mode) override;
+  outcome<std::vector<dir_entry>> list_dir(const std::string& id, const std::string& path) override;
+  outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<usage_info> usage(const std::string& id) override;
+  outcome<sandbox_info> inspect(const std::string& id) override;
+  outcome<std::vector<sandbox_info>> list() override;
+
+private:
+  void wait_latency() const;
+  outcome<void> transition(const std::string& id, operation op, sandbox_status to);
+
+  hollow_options options_;
+  sandbox_locks locks_;
+};
+
+} // namespace sandboxd::runtime

@@ -1,0 +1,123 @@
+#include "runtime/sandbox_record.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <system_error>
+#include <unistd.h>
+
+namespace sandboxd::runtime {
+namespace {
+
+const char* status_names[] = {"created", "running", "paused_filesystem", "paused_memory",
+                              "stopped"};
+
+std::optional<sandbox_status> parse_status(const std::string& s) {
+  for (int i = 0; i < 5; ++i)
+    if (s == status_names[i])
+      return static_cast<sandbox_status>(i);
+  return std::nullopt;
+}
+
+} // namespace
+
+const char* to_string(sandbox_status s) {
+  return status_names[static_cast<int>(s)];
+}
+
+const char* to_string(pause_mode m) {
+  return m == pause_mode::filesystem ? "filesystem" : "memory";
+}
+
+outcome<void> check_sandbox_id(const std::string& id) {
+  bool good = !id.empty() && id.size() <= 64;
+  for (char c : id)
+    good = good && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
+  if (!good)
+    return make_error(errc::invalid_argument,
+                      "sandbox id '" + id + "' is invalid; use 1-64 of [a-z0-9_-]");
+  return {};
+}
+
+std::string sandbox_dir(const std::string& data_dir, const std::string& id) {
+  return data_dir + "/sandboxes/" + id;
+}
+
+void save_record(const std::string& data_dir, const sandbox_record& r) {
+  const auto& l = r.info.limits;
+  nlohmann::json j = {
+    {"id", r.info.id},
+    {"template", r.info.template_name},
+    {"status", to_string(r.info.status)},
+    {"template_dir", r.template_dir},
+    {"limits",
+     {{"memory_bytes", l.memory_bytes},
+      {"cpu_millis", l.cpu_millis},
+      {"pids", l.pids},
+      {"max_output_bytes", l.max_output_bytes},
+      {"max_file_bytes", l.max_file_bytes}}},
+  };
+  std::string dir = sandbox_dir(data_dir, r.info.id);
+  std::string tmp = dir + "/.sandbox.json.tmp";
+  std::string text = j.dump(1) + "\n";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "open " + tmp);
+  bool ok =
+    ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  int e = errno;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), (dir + "/sandbox.json").c_str()) != 0)
+    throw std::system_error(ok ? errno : e, std::generic_category(), "write " + tmp);
+}
+
+std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id) {
+  std::ifstream in(sandbox_dir(data_dir, id) + "/sandbox.json");
+  if (!in)
+    return std::nullopt;
+  auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded() || !j.is_object())
+    return std::nullopt;
+  sandbox_record r;
+  r.info.id = j.value("id", "");
+  r.info.template_name = j.value("template", "");
+  r.template_dir = j.value("template_dir", "");
+  auto st = parse_status(j.value("status", ""));
+  if (r.info.id != id || !st)
+    return std::nullopt;
+  r.info.status = *st;
+  if (j.contains("limits")) {
+    const auto& l = j["limits"];
+    auto& o = r.info.limits;
+    o.memory_bytes = l.value("memory_bytes", o.memory_bytes);
+    o.cpu_millis = l.value("cpu_millis", o.cpu_millis);
+    o.pids = l.value("pids", o.pids);
+    o.max_output_bytes = l.value("max_output_bytes", o.max_output_bytes);
+    o.max_file_bytes = l.value("max_file_bytes", o.max_file_bytes);
+  }
+  return r;
+}
+
+outcome<sandbox_record> find_record(const std::string& data_dir, const std::string& id) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  auto r = load_record(data_dir, id);
+  if (!r)
+    return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
+  return std::move(*r);
+}
+
+std::vector<std::string> sandbox_ids(const std::string& data_dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (auto& e : std::filesystem::directory_iterator(data_dir + "/sandboxes", ec))
+    if (e.is_directory(ec))
+      out.push_back(e.path().filename().string());
+  return out;
+}
+
+} // namespace sandboxd::runtime

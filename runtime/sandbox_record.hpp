@@ -1,0 +1,33 @@
+// sandbox_record — what a driver remembers of one sandbox on disk, so that `list()`
+// and every call work after the process restarts: `sandboxes/<id>/sandbox.json` under
+// the driver's data directory. Written atomically (temporary file, fsync, rename).
+#pragma once
+
+#include "runtime/driver.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxd::runtime {
+
+struct sandbox_record {
+  sandbox_info info;
+  std::string template_dir; // the template's root filesystem (empty for hollow)
+};
+
+// An id is [a-z0-9_-]{1,64}: it names directories, cgroups and runtime containers.
+outcome<void> check_sandbox_id(const std::string& id);
+
+// <data_dir>/sandboxes/<id>
+std::string sandbox_dir(const std::string& data_dir, const std::string& id);
+
+void save_record(const std::string& data_dir, const sandbox_record& record);
+// nullopt when the sandbox has no (complete) record.
+std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id);
+// The record of `id`, or not_found / invalid_argument with a message saying so.
+outcome<sandbox_record> find_record(const std::string& data_dir, const std::string& id);
+// The ids of every directory under <data_dir>/sandboxes.
+std::vector<std::string> sandbox_ids(const std::string& data_dir);
+
+} // namespace sandboxd::runtime
