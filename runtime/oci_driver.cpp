@@ -1,0 +1,547 @@
+#include "runtime/oci_driver.hpp"
+
+#include "runtime/child_process.hpp"
+#include "runtime/lifecycle_rules.hpp"
+#include "runtime/oci_spec.hpp"
+#include "runtime/rooted_fs.hpp"
+
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <sstream>
+#include <stdexcept>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace sandboxd::runtime {
+namespace {
+
+const char* runtime_name(oci_runtime r) {
+  return r == oci_runtime::crun ? "crun" : "runsc";
+}
+
+std::string read_small(const std::string& path) {
+  std::ifstream in(path);
+  std::string s((std::istreambuf_iterator<char>(in)), {});
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+void write_small(const std::string& path, const std::string& text) {
+  std::ofstream out(path, std::ios::trunc);
+  out << text;
+  if (!out.flush())
+    throw std::runtime_error("cannot write " + path);
+}
+
+std::vector<pid_t> host_children(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(t.path() / "children");
+    pid_t c;
+    while (in >> c)
+      out.push_back(c);
+  }
+  return out;
+}
+
+// Stops the tree under `root` (stopped processes cannot fork) until no new member
+// appears, then kills every member.
+void kill_host_tree(pid_t root) {
+  std::set<pid_t> tree;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<pid_t> todo{root};
+    size_t before = tree.size();
+    while (!todo.empty()) {
+      pid_t p = todo.back();
+      todo.pop_back();
+      if (tree.insert(p).second || round > 0)
+        ::kill(p, SIGSTOP);
+      for (pid_t c : host_children(p))
+        if (!tree.count(c))
+          todo.push_back(c);
+    }
+    if (tree.size() == before && round > 0)
+      break;
+  }
+  for (pid_t p : tree)
+    ::kill(p, SIGKILL);
+}
+
+std::string instance_of(const std::string& data_dir) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08zx", std::hash<std::string>{}(data_dir)&0xffffffffu);
+  return buf;
+}
+
+} // namespace
+
+std::optional<std::string> oci_unavailable(oci_runtime runtime) {
+  const char* name = runtime_name(runtime);
+  if (::geteuid() != 0)
+    return std::string(name) + " sandboxes need root (overlay mounts, cgroups)";
+  if (find_program(name).empty())
+    return std::string(name) + " is not installed (not found in PATH); apt-get install " +
+           (runtime == oci_runtime::crun ? "crun" : "runsc");
+  if (::access("/bin/busybox", X_OK) != 0)
+    return std::string("the base template needs /bin/busybox; apt-get install busybox-static");
+  if (!fs::exists("/sys/fs/cgroup/memory") && !fs::exists("/sys/fs/cgroup/cgroup.controllers"))
+    return std::string("no cgroup filesystem at /sys/fs/cgroup");
+  return std::nullopt;
+}
+
+oci_driver::oci_driver(oci_options options)
+    : options_(std::move(options)), templates_(options_.data_dir) {
+  if (options_.data_dir.find_first_of(",:") != std::string::npos)
+    throw std::invalid_argument("data directory " + options_.data_dir +
+                                " must not contain ',' or ':' (overlay mount options)");
+  runtime_bin_ = options_.runtime_path.empty() ? find_program(runtime_name(options_.runtime))
+                                               : options_.runtime_path;
+  state_root_ = options_.data_dir + "/state/" + runtime_name(options_.runtime);
+  fs::create_directories(state_root_);
+  fs::create_directories(options_.data_dir + "/sandboxes");
+  instance_ = instance_of(fs::canonical(options_.data_dir).string());
+}
+
+std::string_view oci_driver::name() const {
+  return runtime_name(options_.runtime);
+}
+
+std::vector<std::string> oci_driver::runtime_command() const {
+  if (options_.runtime == oci_runtime::crun)
+    return {runtime_bin_, "--root=" + state_root_};
+  return {runtime_bin_,        "--root=" + state_root_, "--network=none",
+          "--platform=ptrace", "--overlay2=none",       "--file-access=shared"};
+}
+
+std::string oci_driver::cgroup_path(const std::string& id) const {
+  return "/sandboxd/" + instance_ + "-" + id;
+}
+
+oci_driver::cli_output oci_driver::cli(std::vector<std::string> args) const {
+  process_options o;
+  o.argv = runtime_command();
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.hide_cgroup2 = hides_cgroup2();
+  o.max_output_bytes = 1 << 20;
+  o.timeout = std::chrono::minutes(2);
+  auto r = run_process(o);
+  if (r.exit_code == 0)
+    return {true, r.out};
+  return {false, r.err + r.out};
+}
+
+outcome<void> oci_driver::cli_step(const std::string& id, const char* step,
+                                   std::vector<std::string> args) {
+  auto r = cli(std::move(args));
+  if (r.ok)
+    return {};
+  return make_error(errc::failed,
+                    std::string(name()) + " " + step + " of sandbox " + id + " failed: " + r.text);
+}
+
+overlay_dirs oci_driver::overlay_of(const sandbox_record& r) const {
+  std::string d = dir(r.info.id);
+  return {r.template_dir, d + "/upper", d + "/work", d + "/merged"};
+}
+
+std::optional<std::string> oci_driver::runtime_status(const std::string& id) const {
+  auto r = cli({"state", id});
+  if (!r.ok)
+    return std::nullopt;
+  auto j = nlohmann::json::parse(r.text, nullptr, false);
+  if (j.is_discarded())
+    return std::nullopt;
+  if (options_.runtime == oci_runtime::crun && j.contains("pid") && j["pid"].is_number())
+    orphan_reaper::adopt(j["pid"].get<pid_t>());
+  return j.value("status", "");
+}
+
+outcome<void> oci_driver::create_container(const sandbox_record& r) {
+  const std::string& id = r.info.id;
+  auto ov = overlay_of(r);
+  if (!is_mount_point(ov.target))
+    mount_overlay(ov);
+  write_small(dir(id) + "/bundle/config.json",
+              make_config_json({ov.target, cgroup_path(id), r.info.limits}));
+  if (auto c = cli_step(id, "create", {"create", "--bundle", dir(id) + "/bundle", id}); !c)
+    return c;
+  runtime_status(id); // adopts crun's container init, which is re-parented to us
+  return {};
+}
+
+void oci_driver::delete_container(const std::string& id) {
+  if (options_.runtime == oci_runtime::crun && runtime_status(id) == "paused")
+    cli({"resume", id}); // frozen processes cannot die
+  cli({"delete", "--force", id});
+  orphan_reaper::poke();
+}
+
+void oci_driver::refresh_status(sandbox_record& r) {
+  if (r.info.status != sandbox_status::running && r.info.status != sandbox_status::created)
+    return;
+  auto st = runtime_status(r.info.id);
+  if (!st || *st == "stopped") {
+    r.info.status = sandbox_status::stopped;
+    save_record(options_.data_dir, r);
+  }
+}
+
+outcome<sandbox_info> oci_driver::create(const create_request& req) {
+  if (auto c = check_sandbox_id(req.id); !c)
+    return c.err();
+  if (req.network != network_policy::none)
+    return make_error(errc::invalid_argument, std::string("driver ") + std::string(name()) +
+                                                " supports only network policy none (loopback); "
+                                                "drop the network request");
+  std::lock_guard<std::mutex> g(locks_.of(req.id));
+  return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
+    std::string d = dir(req.id);
+    if (fs::exists(d))
+      return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
+    auto root = templates_.rootfs(req.template_name);
+    if (!root)
+      return root.err();
+    for (const char* sub : {"upper", "work", "merged", "bundle", "exec"})
+      fs::create_directories(d + "/" + sub);
+    sandbox_record r;
+    r.info.id = req.id;
+    r.info.template_name = req.template_name;
+    r.info.limits = req.limits;
+    r.info.status = sandbox_status::created;
+    r.template_dir = root.value();
+    save_record(options_.data_dir, r);
+    auto c = create_container(r);
+    if (!c) {
+      delete_container(req.id);
+      unmount_overlay(overlay_of(r));
+      fs::remove_all(d);
+      return c.err();
+    }
+    return r.info;
+  });
+}
+
+outcome<void> oci_driver::start(const std::string& id) {
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("start sandbox " + id, [&]() -> outcome<void> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    refresh_status(r.value());
+    if (auto c = check_allowed(r->info, operation::start); !c)
+      return c;
+    if (r->info.status == sandbox_status::stopped) {
+      delete_container(id);
+      if (auto c = create_container(r.value()); !c)
+        return c;
+    }
+    if (auto c = cli_step(id, "start", {"start", id}); !c)
+      return c;
+    r->info.status = sandbox_status::running;
+    save_record(options_.data_dir, r.value());
+    return {};
+  });
+}
+
+std::uint64_t oci_driver::oom_kills(const std::string& id) const {
+  std::ifstream in("/sys/fs/cgroup/memory" + cgroup_path(id) + "/memory.oom_control");
+  std::string key;
+  std::uint64_t v = 0;
+  while (in >> key >> v)
+    if (key == "oom_kill")
+      return v;
+  return 0;
+}
+
+void oci_driver::kill_exec_tree(const std::string& id, const std::string& pid_file) const {
+  std::string pid_text = read_small(pid_file);
+  if (pid_text.empty())
+    return;
+  pid_t pid = std::stoi(pid_text);
+  if (options_.runtime == oci_runtime::crun) {
+    kill_host_tree(pid);
+    return;
+  }
+  // runsc: the processes live in gVisor's kernel; find the tree with `runsc ps`
+  // (columns UID PID PPID ...), stop it until it stops growing, then kill it.
+  std::set<pid_t> tree{pid};
+  for (int round = 0; round < 10; ++round) {
+    size_t before = tree.size();
+    auto ps = cli({"ps", id});
+    std::istringstream lines(ps.text);
+    std::string line;
+    std::multimap<pid_t, pid_t> kids;
+    std::getline(lines, line); // header
+    while (std::getline(lines, line)) {
+      std::istringstream f(line);
+      std::string uid;
+      pid_t p = 0, pp = 0;
+      if (f >> uid >> p >> pp)
+        kids.emplace(pp, p);
+    }
+    std::vector<pid_t> todo(tree.begin(), tree.end());
+    while (!todo.empty()) {
+      pid_t p = todo.back();
+      todo.pop_back();
+      auto [b, e] = kids.equal_range(p);
+      for (auto it = b; it != e; ++it)
+        if (tree.insert(it->second).second)
+          todo.push_back(it->second);
+    }
+    for (pid_t p : tree)
+      cli({"kill", "--pid=" + std::to_string(p), id, "STOP"});
+    if (round > 0 && tree.size() == before)
+      break;
+  }
+  for (pid_t p : tree)
+    cli({"kill", "--pid=" + std::to_string(p), id, "KILL"});
+}
+
+outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request& req) {
+  return guard_faults("exec in sandbox " + id, [&]() -> outcome<exec_result> {
+    sandbox_record rec;
+    {
+      std::lock_guard<std::mutex> g(locks_.of(id));
+      auto r = find_record(options_.data_dir, id);
+      if (!r)
+        return r.err();
+      if (auto c = check_allowed(r->info, operation::exec); !c)
+        return c.err();
+      rec = r.value();
+    }
+    auto doc = make_process_json(req);
+    if (!doc)
+      return doc.err();
+    std::string base = dir(id) + "/exec/" + std::to_string(++exec_seq_);
+    write_small(base + ".json", doc.value());
+    std::string pid_file = base + ".pid";
+    process_options o;
+    o.argv = runtime_command();
+    o.argv.push_back("exec");
+    o.argv.push_back("--process=" + base + ".json");
+    o.argv.push_back(
+      (options_.runtime == oci_runtime::crun ? "--pid-file=" : "--internal-pid-file=") + pid_file);
+    o.argv.push_back(id);
+    o.hide_cgroup2 = hides_cgroup2();
+    o.stdin_data = req.stdin_data;
+    o.max_output_bytes = rec.info.limits.max_output_bytes;
+    o.on_output = req.on_output;
+    o.timeout = req.timeout;
+    o.on_timeout = [&] { kill_exec_tree(id, pid_file); };
+    std::uint64_t ooms = oom_kills(id);
+    auto p = run_process(o);
+    std::error_code ec;
+    fs::remove(base + ".json", ec);
+    fs::remove(pid_file, ec);
+
+    exec_result res;
+    res.stdout_data = std::move(p.out);
+    res.stderr_data = std::move(p.err);
+    res.output_truncated = p.truncated;
+    res.timed_out = p.timed_out;
+    res.oom_killed = oom_kills(id) > ooms;
+    // The runtimes report a process killed by signal n as exit status 128 + n.
+    if (p.exit_code > 128 && p.exit_code <= 128 + 64) {
+      res.signal = p.exit_code - 128;
+    } else if (p.signal != 0) {
+      res.signal = p.signal;
+    } else {
+      res.exit_code = p.exit_code;
+    }
+    if (res.timed_out && res.signal == 0) {
+      res.signal = SIGKILL;
+      res.exit_code = -1;
+    }
+    std::lock_guard<std::mutex> g(locks_.of(id));
+    if (auto r = load_record(options_.data_dir, id)) {
+      refresh_status(*r);
+      if (r->info.status == sandbox_status::stopped) {
+        // The whole sandbox ended while the exec ran (runsc over its limits).
+        res.exit_code = -1;
+        if (res.signal == 0)
+          res.signal = SIGKILL;
+        res.stderr_data += "\nsandbox " + id + " stopped while the exec ran" +
+                           (res.oom_killed ? " (memory limit)" : "") + "; start it again";
+      }
+    }
+    return res;
+  });
+}
+
+outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("pause sandbox " + id, [&]() -> outcome<void> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    refresh_status(r.value());
+    if (auto c = check_allowed(r->info, operation::pause); !c)
+      return c;
+    if (mode == pause_mode::filesystem) {
+      delete_container(id);
+      unmount_overlay(overlay_of(r.value()));
+      r->info.status = sandbox_status::paused_filesystem;
+    } else if (options_.runtime == oci_runtime::crun) {
+      if (auto c = cli_step(id, "pause", {"pause", id}); !c)
+        return c;
+      r->info.status = sandbox_status::paused_memory;
+    } else {
+      std::string image = dir(id) + "/checkpoint";
+      fs::remove_all(image);
+      fs::create_directories(image);
+      if (auto c = cli_step(id, "checkpoint", {"checkpoint", "--image-path=" + image, id}); !c)
+        return c;
+      delete_container(id);
+      r->info.status = sandbox_status::paused_memory;
+    }
+    save_record(options_.data_dir, r.value());
+    return {};
+  });
+}
+
+outcome<void> oci_driver::resume(const std::string& id) {
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("resume sandbox " + id, [&]() -> outcome<void> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    if (auto c = check_allowed(r->info, operation::resume); !c)
+      return c;
+    if (r->info.status == sandbox_status::paused_filesystem) {
+      if (auto c = create_container(r.value()); !c)
+        return c;
+      if (auto c = cli_step(id, "start", {"start", id}); !c)
+        return c;
+    } else if (options_.runtime == oci_runtime::crun) {
+      if (auto c = cli_step(id, "resume", {"resume", id}); !c)
+        return c;
+    } else {
+      std::string image = dir(id) + "/checkpoint";
+      auto ov = overlay_of(r.value());
+      if (!is_mount_point(ov.target))
+        mount_overlay(ov);
+      if (auto c = cli_step(id, "restore",
+                            {"restore", "--detach", "--image-path=" + image,
+                             "--bundle=" + dir(id) + "/bundle", id});
+          !c)
+        return c;
+      fs::remove_all(image);
+    }
+    r->info.status = sandbox_status::running;
+    save_record(options_.data_dir, r.value());
+    return {};
+  });
+}
+
+outcome<void> oci_driver::remove(const std::string& id) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c;
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("remove sandbox " + id, [&]() -> outcome<void> {
+    std::string d = dir(id);
+    if (!fs::exists(d))
+      return make_error(errc::not_found, "sandbox " + id + " not found; nothing to remove");
+    delete_container(id);
+    auto r = load_record(options_.data_dir, id);
+    overlay_dirs ov{r ? r->template_dir : "", d + "/upper", d + "/work", d + "/merged"};
+    unmount_overlay(ov);
+    for (const char* ctrl :
+         {"memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd"}) {
+      std::string cg = std::string("/sys/fs/cgroup/") + ctrl + cgroup_path(id);
+      ::rmdir(cg.c_str());
+    }
+    fs::remove_all(d);
+    return {};
+  });
+}
+
+template <class F>
+auto oci_driver::with_files(const std::string& id, bool write, F&& f)
+  -> decltype(f(std::string(), 0ull)) {
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("files of sandbox " + id, [&]() -> decltype(f(std::string(), 0ull)) {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    if (write)
+      if (auto c = check_allowed(r->info, operation::write); !c)
+        return c.err();
+    // Offline (filesystem-paused): mount the overlay for this call only, so that
+    // whiteouts and the template below are honoured exactly as inside the sandbox.
+    scoped_overlay ov(overlay_of(r.value()));
+    return f(dir(id) + "/merged", r->info.limits.max_file_bytes);
+  });
+}
+
+outcome<std::string> oci_driver::read_file(const std::string& id, const std::string& path) {
+  return with_files(id, false, [&](const std::string& root, unsigned long long max) {
+    return read_file_in_root(root, path, max);
+  });
+}
+
+outcome<void> oci_driver::write_file(const std::string& id, const std::string& path,
+                                     std::string_view content, std::uint32_t mode) {
+  return with_files(id, true, [&](const std::string& root, unsigned long long max) {
+    return write_file_in_root(root, path, content, mode, max);
+  });
+}
+
+outcome<std::vector<dir_entry>> oci_driver::list_dir(const std::string& id,
+                                                     const std::string& path) {
+  return with_files(id, false, [&](const std::string& root, unsigned long long) {
+    return list_dir_in_root(root, path);
+  });
+}
+
+outcome<file_info> oci_driver::stat(const std::string& id, const std::string& path) {
+  return with_files(id, false, [&](const std::string& root, unsigned long long) {
+    return stat_in_root(root, path);
+  });
+}
+
+outcome<usage_info> oci_driver::usage(const std::string& id) {
+  auto r = find_record(options_.data_dir, id);
+  if (!r)
+    return r.err();
+  usage_info u;
+  u.writable_bytes = tree_bytes(dir(id) + "/upper");
+  std::string mem =
+    read_small("/sys/fs/cgroup/memory" + cgroup_path(id) + "/memory.usage_in_bytes");
+  if (!mem.empty())
+    u.memory_bytes = std::stoull(mem);
+  std::string cpu = read_small("/sys/fs/cgroup/cpuacct" + cgroup_path(id) + "/cpuacct.usage");
+  if (!cpu.empty())
+    u.cpu_ns = std::stoull(cpu);
+  return u;
+}
+
+outcome<sandbox_info> oci_driver::inspect(const std::string& id) {
+  std::lock_guard<std::mutex> g(locks_.of(id));
+  return guard_faults("inspect sandbox " + id, [&]() -> outcome<sandbox_info> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    refresh_status(r.value());
+    return r->info;
+  });
+}
+
+outcome<std::vector<sandbox_info>> oci_driver::list() {
+  std::vector<sandbox_info> out;
+  for (const auto& id : sandbox_ids(options_.data_dir))
+    if (auto r = inspect(id))
+      out.push_back(r.value());
+  return out;
+}
+
+} // namespace sandboxd::runtime

@@ -1,0 +1,115 @@
+// oci_driver — sandboxes as OCI containers run by `runsc` (gVisor, ptrace platform,
+// network none) or `crun`, each on an overlay of a template and its own writable layer.
+//
+// On disk, under the data directory:
+//   templates/                      see template_store.hpp
+//   state/<runtime>/                the runtime's own state (--root)
+//   sandboxes/<id>/sandbox.json     status, template, limits (sandbox_record.hpp)
+//   sandboxes/<id>/upper, work      the writable layer and overlayfs's work directory
+//   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
+//   sandboxes/<id>/bundle           config.json (oci_spec.hpp)
+//   sandboxes/<id>/exec             one process.json (and pid file) per running exec
+//   sandboxes/<id>/checkpoint       runsc's memory image while memory-paused
+// Cgroups: /sandboxd/<instance>-<id> in every v1 controller, <instance> derived from the
+// data directory so that two drivers on two data directories never share one.
+//
+// Pause modes: filesystem ends every process (the container is deleted), syncs and
+// unmounts the layer; resume makes a fresh container on it. memory freezes the cgroup
+// (crun) or checkpoints the sandbox into sandboxes/<id>/checkpoint and restores it
+// (runsc). A timed-out exec has its whole process tree stopped and killed.
+//
+// Differences between the two runtimes, by design of gVisor: with runsc, the memory
+// and pids limits bound the host cgroup of the whole sandbox (its kernel included), so
+// a process that exceeds them ends the sandbox (status `stopped`, exec reports
+// oom_killed when the memory limit was the cause); with crun they bound the processes
+// and the OOM killer or fork() failing stops only the offender.
+//
+// The driver makes this process a child subreaper (orphan_reaper.hpp).
+#pragma once
+
+#include "runtime/driver.hpp"
+#include "runtime/orphan_reaper.hpp"
+#include "runtime/overlay_mount.hpp"
+#include "runtime/sandbox_locks.hpp"
+#include "runtime/sandbox_record.hpp"
+#include "runtime/template_store.hpp"
+
+#include <atomic>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxd::runtime {
+
+enum class oci_runtime { crun, runsc };
+
+struct oci_options {
+  oci_runtime runtime = oci_runtime::runsc;
+  std::string data_dir;     // created if missing; no ',' or ':' in it (overlay options)
+  std::string runtime_path; // empty: looked up in PATH
+};
+
+// Why `runtime` cannot run sandboxes on this machine, or nullopt when it can.
+std::optional<std::string> oci_unavailable(oci_runtime runtime);
+
+class oci_driver final : public driver {
+public:
+  // Throws std::invalid_argument for a data directory the overlay options cannot hold.
+  explicit oci_driver(oci_options options);
+
+  std::string_view name() const override;
+  outcome<sandbox_info> create(const create_request& request) override;
+  outcome<void> start(const std::string& id) override;
+  outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
+  outcome<void> pause(const std::string& id, pause_mode mode) override;
+  outcome<void> resume(const std::string& id) override;
+  outcome<void> remove(const std::string& id) override;
+  outcome<std::string> read_file(const std::string& id, const std::string& path) override;
+  outcome<void> write_file(const std::string& id, const std::string& path, std::string_view content,
+                           std::uint32_t mode) override;
+  outcome<std::vector<dir_entry>> list_dir(const std::string& id, const std::string& path) override;
+  outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<usage_info> usage(const std::string& id) override;
+  outcome<sandbox_info> inspect(const std::string& id) override;
+  outcome<std::vector<sandbox_info>> list() override;
+
+  // The runtime command line this driver uses, without the subcommand
+  // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
+  // benchmark's raw comparison.
+  std::vector<std::string> runtime_command() const;
+  // Whether runtime calls must run in a mount namespace without the cgroup2 mount.
+  bool hides_cgroup2() const { return options_.runtime == oci_runtime::crun; }
+  // The cgroup path of a sandbox (e.g. /sandboxd/1a2b3c4d-sb1).
+  std::string cgroup_path(const std::string& id) const;
+
+private:
+  struct cli_output {
+    bool ok;
+    std::string text; // stdout on success, stderr and stdout on failure
+  };
+  cli_output cli(std::vector<std::string> args) const;
+  outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
+
+  std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
+  overlay_dirs overlay_of(const sandbox_record& r) const;
+  outcome<void> create_container(const sandbox_record& r);
+  void delete_container(const std::string& id);
+  std::optional<std::string> runtime_status(const std::string& id) const;
+  void refresh_status(sandbox_record& r);
+  void kill_exec_tree(const std::string& id, const std::string& pid_file) const;
+  std::uint64_t oom_kills(const std::string& id) const;
+
+  template <class F>
+  auto with_files(const std::string& id, bool write, F&& f) -> decltype(f(std::string(), 0ull));
+
+  oci_options options_;
+  std::string runtime_bin_;
+  std::string state_root_;
+  std::string instance_;
+  template_store templates_;
+  sandbox_locks locks_;
+  orphan_reaper::user reaper_;
+  std::atomic<std::uint64_t> exec_seq_{0};
+};
+
+} // namespace sandboxd::runtime

@@ -1,0 +1,91 @@
+#include "runtime/overlay_mount.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <fcntl.h>
+#include <fstream>
+#include <sstream>
+#include <sys/mount.h>
+#include <system_error>
+#include <thread>
+#include <unistd.h>
+
+namespace sandboxd::runtime {
+namespace {
+
+// /proc/self/mountinfo escapes space, tab, newline and backslash as octal.
+std::string unescape(const std::string& s) {
+  std::string out;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (s[i] == '\\' && i + 3 < s.size()) {
+      out += static_cast<char>(std::stoi(s.substr(i + 1, 3), nullptr, 8));
+      i += 3;
+    } else {
+      out += s[i];
+    }
+  }
+  return out;
+}
+
+void sync_dir(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd >= 0) {
+    ::syncfs(fd);
+    ::close(fd);
+  }
+}
+
+} // namespace
+
+void mount_overlay(const overlay_dirs& d) {
+  std::string opts = "lowerdir=" + d.lower + ",upperdir=" + d.upper + ",workdir=" + d.work;
+  if (::mount("overlay", d.target.c_str(), "overlay", 0, opts.c_str()) != 0)
+    throw std::system_error(errno, std::generic_category(), "mount overlay on " + d.target);
+}
+
+void unmount_overlay(const overlay_dirs& d) {
+  if (!is_mount_point(d.target))
+    return;
+  sync_dir(d.target);
+  for (int i = 0; i < 50; ++i) {
+    if (::umount2(d.target.c_str(), 0) == 0 || errno == EINVAL)
+      return;
+    if (errno != EBUSY)
+      throw std::system_error(errno, std::generic_category(), "unmount " + d.target);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (::umount2(d.target.c_str(), MNT_DETACH) != 0 && errno != EINVAL)
+    throw std::system_error(errno, std::generic_category(), "unmount " + d.target);
+}
+
+bool is_mount_point(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, mp;
+    f >> id >> parent >> dev >> root >> mp;
+    if (unescape(mp) == path)
+      return true;
+  }
+  return false;
+}
+
+scoped_overlay::scoped_overlay(const overlay_dirs& dirs) : dirs_(dirs) {
+  if (!is_mount_point(dirs_.target)) {
+    mount_overlay(dirs_);
+    mounted_here_ = true;
+  }
+}
+
+scoped_overlay::~scoped_overlay() {
+  if (mounted_here_) {
+    try {
+      unmount_overlay(dirs_);
+    } catch (...) {
+      // Left mounted; remove() and the next pause unmount it.
+    }
+  }
+}
+
+} // namespace sandboxd::runtime

@@ -1,0 +1,189 @@
+#include "runtime/template_store.hpp"
+
+#include "runtime/child_process.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <openssl/evp.h>
+#include <random>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <vector>
+
+namespace fs = std::filesystem;
+
+namespace sandboxd::runtime {
+namespace {
+
+constexpr const char* k_busybox = "/bin/busybox";
+
+std::string random_name() {
+  std::random_device rd;
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%08x%08x", rd(), rd());
+  return buf;
+}
+
+void write_text(const fs::path& p, const std::string& text) {
+  std::ofstream out(p, std::ios::binary | std::ios::trunc);
+  out << text;
+  if (!out)
+    throw std::runtime_error("cannot write " + p.string());
+}
+
+class sha256 {
+public:
+  sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
+  ~sha256() { EVP_MD_CTX_free(ctx_); }
+  void add(std::string_view s) { EVP_DigestUpdate(ctx_, s.data(), s.size()); }
+  std::string hex() {
+    unsigned char md[32];
+    unsigned len = 0;
+    EVP_DigestFinal_ex(ctx_, md, &len);
+    std::string out;
+    char b[3];
+    for (unsigned i = 0; i < len; ++i) {
+      std::snprintf(b, sizeof b, "%02x", md[i]);
+      out += b;
+    }
+    return out;
+  }
+
+private:
+  EVP_MD_CTX* ctx_;
+};
+
+} // namespace
+
+std::string hash_tree(const std::string& dir) {
+  std::vector<fs::path> paths;
+  for (auto it = fs::recursive_directory_iterator(dir); it != fs::recursive_directory_iterator();
+       ++it)
+    paths.push_back(it->path());
+  std::sort(paths.begin(), paths.end());
+  sha256 h;
+  std::vector<char> buf(1 << 16);
+  for (const auto& p : paths) {
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0)
+      throw std::runtime_error("cannot stat " + p.string());
+    h.add(fs::relative(p, dir).string());
+    h.add(std::string(1, '\0') + std::to_string(st.st_mode) + '\0');
+    if (S_ISLNK(st.st_mode)) {
+      h.add(fs::read_symlink(p).string());
+    } else if (S_ISREG(st.st_mode)) {
+      std::ifstream in(p, std::ios::binary);
+      while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0)
+        h.add(std::string_view(buf.data(), static_cast<size_t>(in.gcount())));
+    }
+    h.add(std::string_view("\n", 1));
+  }
+  return h.hex();
+}
+
+template_store::template_store(std::string data_dir) : dir_(std::move(data_dir) + "/templates") {
+  fs::create_directories(dir_);
+}
+
+outcome<std::string> template_store::rootfs(const std::string& name) {
+  std::lock_guard<std::mutex> g(mutex_);
+  return guard_faults("template " + name, [&]() -> outcome<std::string> {
+    fs::path link = fs::path(dir_) / name;
+    std::error_code ec;
+    if (fs::is_symlink(link, ec) && fs::is_directory(link, ec))
+      return (fs::path(dir_) / fs::read_symlink(link)).string();
+    if (name == "base")
+      return build_base();
+    return make_error(errc::not_found,
+                      "template " + name + " is not built; use base, or build it first");
+  });
+}
+
+std::string template_store::publish(const std::string& name, const std::string& staging) {
+  std::string final_name = name + "-" + hash_tree(staging).substr(0, 16);
+  fs::path final_dir = fs::path(dir_) / final_name;
+  if (::rename(staging.c_str(), final_dir.c_str()) != 0) {
+    if (errno != EEXIST && errno != ENOTEMPTY)
+      throw std::runtime_error("cannot move template into " + final_dir.string());
+    fs::remove_all(staging); // the same content is already there
+  }
+  fs::path tmp_link = fs::path(dir_) / (".link-" + random_name());
+  fs::create_symlink(final_name, tmp_link);
+  fs::rename(tmp_link, fs::path(dir_) / name);
+  return final_dir.string();
+}
+
+outcome<std::string> template_store::build_base() {
+  if (::access(k_busybox, X_OK) != 0)
+    return make_error(errc::unavailable,
+                      "template base needs /bin/busybox; install busybox-static");
+  fs::path root = fs::path(dir_) / (".build-" + random_name());
+  try {
+    for (const char* d : {"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "root",
+                          "tmp", "proc", "sys", "dev", "workspace", "var/tmp", "home", "run"})
+      fs::create_directories(root / d);
+    fs::copy_file(k_busybox, root / "bin/busybox");
+    fs::permissions(root / "bin/busybox", fs::perms(0755));
+    process_options list;
+    list.argv = {k_busybox, "--list-full"};
+    auto r = run_process(list);
+    if (r.exit_code != 0)
+      throw std::runtime_error("busybox --list-full failed: " + r.err);
+    size_t pos = 0;
+    while (pos < r.out.size()) {
+      size_t nl = r.out.find('\n', pos);
+      if (nl == std::string::npos)
+        nl = r.out.size();
+      std::string applet = r.out.substr(pos, nl - pos);
+      pos = nl + 1;
+      if (applet.empty() || applet == "bin/busybox" || applet.find("..") != std::string::npos)
+        continue;
+      fs::create_directories((root / applet).parent_path());
+      if (!fs::exists(fs::symlink_status(root / applet)))
+        fs::create_symlink("/bin/busybox", root / applet);
+    }
+    write_text(
+      root / "etc/passwd",
+      "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n");
+    write_text(root / "etc/group", "root:x:0:\nnogroup:x:65534:\n");
+    write_text(root / "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n");
+    write_text(root / "etc/hostname", "sandbox\n");
+    write_text(root / "tmp/.sandboxd-keep", "");
+    fs::permissions(root / "tmp", fs::perms(01777));
+    fs::permissions(root / "var/tmp", fs::perms(01777));
+    return publish("base", root.string());
+  } catch (...) {
+    std::error_code ec;
+    fs::remove_all(root, ec);
+    throw;
+  }
+}
+
+outcome<std::string> template_store::build_debian(const std::string& suite,
+                                                  const std::string& mirror) {
+  std::lock_guard<std::mutex> g(mutex_);
+  return guard_faults("template debian", [&]() -> outcome<std::string> {
+    std::string tool = find_program("debootstrap");
+    if (tool.empty())
+      return make_error(errc::unavailable, "building template debian needs debootstrap; "
+                                           "apt-get install debootstrap");
+    fs::path root = fs::path(dir_) / (".build-" + random_name());
+    process_options o;
+    o.argv = {tool, "--variant=minbase", suite, root.string(), mirror};
+    o.max_output_bytes = 64 << 10;
+    auto r = run_process(o);
+    if (r.exit_code != 0) {
+      std::error_code ec;
+      fs::remove_all(root, ec);
+      return make_error(errc::failed, "debootstrap failed: " + r.err);
+    }
+    fs::create_directories(root / "workspace");
+    write_text(root / "tmp/.sandboxd-keep", "");
+    return publish("debian", root.string());
+  });
+}
+
+} // namespace sandboxd::runtime
