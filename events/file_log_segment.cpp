@@ -1,0 +1,286 @@
+#include "events/file_log_segment.hpp"
+
+#include "events/event_log.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <unistd.h>
+
+namespace sandboxd::events {
+
+namespace fmt = file_log_format;
+
+namespace {
+
+[[noreturn]] void fail(const std::string& what, const std::string& path, int err) {
+  throw log_fault("file log: " + what + " " + path + ": " + std::strerror(err));
+}
+
+void sync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    fail("cannot open directory", dir, errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("cannot fsync directory", dir, err);
+  }
+  ::close(fd);
+}
+
+void write_all(int fd, const char* p, std::size_t n, off_t at, const std::string& path) {
+  while (n > 0) {
+    ssize_t w = ::pwrite(fd, p, n, at);
+    if (w < 0) {
+      if (errno == EINTR)
+        continue;
+      fail("cannot write", path, errno);
+    }
+    p += w;
+    n -= static_cast<std::size_t>(w);
+    at += w;
+  }
+}
+
+} // namespace
+
+log_segment::log_segment(std::string dir, std::uint64_t number)
+    : dir_(std::move(dir)), path_(dir_ + "/" + fmt::segment_file_name(number)), number_(number) {}
+
+log_segment::~log_segment() {
+  if (data_ != nullptr)
+    ::munmap(data_, capacity_);
+  if (fd_ >= 0)
+    ::close(fd_);
+}
+
+std::unique_ptr<log_segment> log_segment::create(const std::string& dir, std::uint64_t number,
+                                                 std::uint64_t capacity) {
+  std::unique_ptr<log_segment> s(new log_segment(dir, number));
+  s->fd_ = ::open(s->path_.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+  if (s->fd_ < 0)
+    fail("cannot create segment", s->path_, errno);
+  char header[fmt::k_segment_header_size];
+  fmt::make_segment_header(header, number);
+  write_all(s->fd_, header, sizeof header, 0, s->path_);
+  if (::fdatasync(s->fd_) != 0)
+    fail("cannot fdatasync", s->path_, errno);
+  sync_directory(dir);
+  s->size_ = sizeof header;
+  s->map(std::max<std::uint64_t>(capacity, s->size()));
+  return s;
+}
+
+std::unique_ptr<log_segment> log_segment::open(const std::string& dir, std::uint64_t number,
+                                               bool writable, std::uint64_t capacity) {
+  std::unique_ptr<log_segment> s(new log_segment(dir, number));
+  s->fd_ = ::open(s->path_.c_str(), (writable ? O_RDWR : O_RDONLY) | O_CLOEXEC);
+  if (s->fd_ < 0)
+    fail("cannot open segment", s->path_, errno);
+  struct stat st {};
+  if (::fstat(s->fd_, &st) != 0)
+    fail("cannot stat segment", s->path_, errno);
+  s->size_ = static_cast<std::uint64_t>(st.st_size);
+  if (s->size() > fmt::k_max_segment_bytes)
+    throw log_fault("file log: segment " + s->path_ + " is " + std::to_string(s->size()) +
+                    " bytes, more than any segment this log writes; it is not a segment of "
+                    "this log");
+  s->map(std::max<std::uint64_t>({capacity, s->size(), 1}));
+  if (!writable)
+    s->seal();
+  return s;
+}
+
+void log_segment::map(std::uint64_t capacity) {
+  void* p = ::mmap(nullptr, capacity, PROT_READ, MAP_SHARED, fd_, 0);
+  if (p == MAP_FAILED)
+    fail("cannot map segment", path_, errno);
+  data_ = static_cast<char*>(p);
+  capacity_ = capacity;
+}
+
+void log_segment::remap(std::uint64_t capacity) {
+  if (capacity <= capacity_)
+    return;
+  ::munmap(data_, capacity_);
+  data_ = nullptr;
+  map(capacity);
+}
+
+void log_segment::append(const char* header, std::size_t header_size, std::string_view body,
+                         bool sync) {
+  iovec iov[2] = {{const_cast<char*>(header), header_size},
+                  {const_cast<char*>(body.data()), body.size()}};
+  std::size_t total = header_size + body.size();
+  ssize_t w = ::pwritev(fd_, iov, 2, static_cast<off_t>(size()));
+  if (w < 0 && errno != EINTR)
+    fail("cannot write", path_, errno);
+  std::size_t done = w < 0 ? 0 : static_cast<std::size_t>(w);
+  // A short write (a signal, a full disk) continues where it stopped.
+  while (done < total) {
+    const char* p;
+    std::size_t n;
+    if (done < header_size) {
+      p = header + done;
+      n = header_size - done;
+    } else {
+      p = body.data() + (done - header_size);
+      n = total - done;
+    }
+    write_all(fd_, p, n, static_cast<off_t>(size() + done), path_);
+    done += n;
+  }
+  if (sync && ::fdatasync(fd_) != 0)
+    fail("cannot fdatasync", path_, errno);
+  size_.store(size() + total, std::memory_order_release);
+}
+
+void log_segment::seal() {
+  if (fd_ >= 0)
+    ::close(fd_);
+  fd_ = -1;
+}
+
+void log_segment::truncate(std::uint64_t size) {
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+    fail("cannot truncate", path_, errno);
+  if (::fsync(fd_) != 0)
+    fail("cannot fsync", path_, errno);
+  size_ = size;
+}
+
+void log_segment::rewrite_header() {
+  char header[fmt::k_segment_header_size];
+  fmt::make_segment_header(header, number_);
+  if (::ftruncate(fd_, 0) != 0)
+    fail("cannot truncate", path_, errno);
+  write_all(fd_, header, sizeof header, 0, path_);
+  if (::fsync(fd_) != 0)
+    fail("cannot fsync", path_, errno);
+  size_ = sizeof header;
+}
+
+void log_segment::write_index(const std::vector<fmt::index_entry>& entries) const {
+  const std::string bytes = fmt::encode_index(entries);
+  const std::string path = dir_ + "/" + fmt::index_file_name(number_);
+  const std::string tmp = path + ".tmp";
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    fail("cannot create index", tmp, errno);
+  try {
+    write_all(fd, bytes.data(), bytes.size(), 0, tmp);
+  } catch (...) {
+    ::close(fd);
+    throw;
+  }
+  ::close(fd);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    fail("cannot rename index", tmp, errno);
+}
+
+bool log_segment::read_index(std::vector<fmt::index_entry>& entries) const {
+  const std::string path = dir_ + "/" + fmt::index_file_name(number_);
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return false;
+  std::string bytes;
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::read(fd, buf, sizeof buf);
+    if (r < 0 && errno == EINTR)
+      continue;
+    if (r <= 0) {
+      ::close(fd);
+      if (r < 0)
+        return false;
+      break;
+    }
+    bytes.append(buf, static_cast<std::size_t>(r));
+  }
+  return fmt::decode_index(bytes, entries);
+}
+
+void log_segment::remove_index() const {
+  const std::string path = dir_ + "/" + fmt::index_file_name(number_);
+  ::unlink(path.c_str());
+}
+
+namespace {
+
+// Parses the records of a batch body whose batch CRC matched. False (with `problem`) when
+// the records do not fill the body exactly.
+bool parse_records(const char* body, std::uint32_t length, std::uint32_t count,
+                   std::uint64_t body_position, std::vector<fmt::index_entry>& entries,
+                   std::string& problem) {
+  std::uint32_t at = 0;
+  for (std::uint32_t i = 0; i < count; ++i) {
+    fmt::record_view r;
+    if (!fmt::read_record(body + at, length - at, r)) {
+      problem = "record " + std::to_string(i) + " of the batch does not check out";
+      return false;
+    }
+    entries.push_back({r.partition, static_cast<std::uint32_t>(body_position + at), r.offset});
+    at += static_cast<std::uint32_t>(r.size);
+  }
+  if (at != length) {
+    problem = "the batch's records do not fill its length";
+    return false;
+  }
+  return true;
+}
+
+// Whether a valid batch starts anywhere in (from, end).
+bool valid_batch_after(const char* data, std::uint64_t from, std::uint64_t end) {
+  const char magic[4] = {'S', 'B', 'X', 'B'};
+  std::uint64_t at = from + 1;
+  while (at + fmt::k_batch_header_size <= end) {
+    const void* hit = ::memmem(data + at, end - at, magic, sizeof magic);
+    if (hit == nullptr)
+      return false;
+    at = static_cast<std::uint64_t>(static_cast<const char*>(hit) - data);
+    std::uint32_t length, count;
+    if (fmt::check_batch(data + at, end - at, length, count) == fmt::batch_check::ok)
+      return true;
+    ++at;
+  }
+  return false;
+}
+
+} // namespace
+
+segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size) {
+  segment_scan scan;
+  const char* data = segment.data();
+  std::uint64_t at = fmt::k_segment_header_size;
+  scan.valid_end = at;
+  while (at < file_size) {
+    std::uint32_t length = 0, count = 0;
+    auto check = fmt::check_batch(data + at, file_size - at, length, count);
+    std::string problem;
+    if (check == fmt::batch_check::ok) {
+      std::vector<fmt::index_entry> batch_entries;
+      if (parse_records(data + at + fmt::k_batch_header_size, length, count,
+                        at + fmt::k_batch_header_size, batch_entries, problem)) {
+        scan.entries.insert(scan.entries.end(), batch_entries.begin(), batch_entries.end());
+        at += fmt::k_batch_header_size + length;
+        scan.valid_end = at;
+        continue;
+      }
+    } else {
+      problem = std::string(fmt::to_string(check));
+    }
+    scan.bad_position = at;
+    scan.problem = problem;
+    scan.result = valid_batch_after(data, at, file_size) ? segment_scan::outcome::corrupt
+                                                         : segment_scan::outcome::torn_tail;
+    return scan;
+  }
+  return scan;
+}
+
+} // namespace sandboxd::events

@@ -1,0 +1,94 @@
+// file_log_segment.hpp — one segment file of file_log: how it is created, mapped for
+// reading, appended to, scanned and repaired.
+//
+// A segment is written by one thread (the log's writer) and read through a shared
+// read-only mapping by any number of threads. The mapping covers `capacity()` bytes from
+// creation on, so readers never see it move; readers only touch bytes below a position the
+// writer published after its fdatasync returned.
+#pragma once
+
+#include "events/file_log_format.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandboxd::events {
+
+class log_segment {
+public:
+  // Creates segment `number` in `dir` with its header, synced together with the directory
+  // entry, mapped for `capacity` bytes. Throws log_fault.
+  static std::unique_ptr<log_segment> create(const std::string& dir, std::uint64_t number,
+                                             std::uint64_t capacity);
+  // Opens an existing segment; `writable` for the last one. Throws log_fault.
+  static std::unique_ptr<log_segment> open(const std::string& dir, std::uint64_t number,
+                                           bool writable, std::uint64_t capacity);
+  ~log_segment();
+  log_segment(const log_segment&) = delete;
+  log_segment& operator=(const log_segment&) = delete;
+
+  std::uint64_t number() const { return number_; }
+  const std::string& path() const { return path_; }
+  // Bytes in the file that belong to the log (header and whole batches). Any thread may
+  // read it: it grows only after the bytes below it were written (and synced).
+  std::uint64_t size() const { return size_.load(std::memory_order_acquire); }
+  std::uint64_t capacity() const { return capacity_; }
+  // The mapping; valid for [0, capacity()), readable below size().
+  const char* data() const { return data_; }
+
+  // Writes one batch at size() with one pwritev and, when `sync`, fdatasync. Throws
+  // log_fault on any failure; the segment must not be written again afterwards.
+  void append(const char* header, std::size_t header_size, std::string_view body, bool sync);
+  // Maps `capacity` bytes instead; only while no reader can hold a position in the segment.
+  void remap(std::uint64_t capacity);
+  // Closes the file of a sealed segment; the mapping stays readable.
+  void seal();
+  // Cuts the file to `size` bytes and syncs it (recovery of a torn tail).
+  void truncate(std::uint64_t size);
+  // Rewrites a missing or torn segment header (a crash right after creation).
+  void rewrite_header();
+
+  // The index of a sealed segment, written next to it (not synced: it is rebuilt by a
+  // scan whenever it is missing or does not check out).
+  void write_index(const std::vector<file_log_format::index_entry>& entries) const;
+  bool read_index(std::vector<file_log_format::index_entry>& entries) const;
+  void remove_index() const;
+
+private:
+  log_segment(std::string dir, std::uint64_t number);
+  void map(std::uint64_t capacity);
+
+  std::string dir_;
+  std::string path_;
+  std::uint64_t number_;
+  int fd_ = -1;
+  std::atomic<std::uint64_t> size_{0};
+  std::uint64_t capacity_ = 0;
+  char* data_ = nullptr;
+};
+
+// What a scan of one segment found.
+struct segment_scan {
+  enum class outcome {
+    clean,     // every byte belongs to a valid batch
+    torn_tail, // valid batches, then one incomplete batch up to the end of the file
+    corrupt,   // an invalid batch with a valid one after it: damage, not a torn write
+  };
+  outcome result = outcome::clean;
+  std::vector<file_log_format::index_entry> entries;
+  std::uint64_t valid_end = 0;    // end of the last valid batch
+  std::uint64_t bad_position = 0; // where the first invalid batch starts
+  std::string problem;            // what is wrong there
+};
+
+// Scans the batches of `segment` from its header on, checking every batch's and record's
+// CRC. A problem is a torn tail when no valid batch follows it (only the last write, never
+// acknowledged, can be torn: the writer issues a write only after the previous one's
+// fdatasync returned), and corruption otherwise.
+segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size);
+
+} // namespace sandboxd::events
