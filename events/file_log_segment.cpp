@@ -234,6 +234,25 @@ bool parse_records(const char* body, std::uint32_t length, std::uint32_t count,
   return true;
 }
 
+// Names the first record of the batch at `at` that does not check out, for the message.
+std::string first_damaged_record(const char* data, std::uint64_t at, std::uint64_t end) {
+  const std::uint64_t body_end =
+    std::min<std::uint64_t>(end, at + fmt::k_batch_header_size + fmt::get_u32(data + at + 8));
+  std::uint64_t p = at + fmt::k_batch_header_size;
+  while (p < body_end) {
+    fmt::record_view r;
+    if (!fmt::read_record(data + p, body_end - p, r)) {
+      std::string out = "; the first damaged record is at byte " + std::to_string(p);
+      if (body_end - p >= fmt::k_record_header_size)
+        out += " (its header says partition " + std::to_string(fmt::get_u32(data + p + 12)) +
+               " offset " + std::to_string(fmt::get_u64(data + p + 16)) + ")";
+      return out;
+    }
+    p += r.size;
+  }
+  return "";
+}
+
 // Whether a valid batch starts anywhere in (from, end).
 bool valid_batch_after(const char* data, std::uint64_t from, std::uint64_t end) {
   const char magic[4] = {'S', 'B', 'X', 'B'};
@@ -273,6 +292,8 @@ segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size) {
       }
     } else {
       problem = std::string(fmt::to_string(check));
+      if (check == fmt::batch_check::bad_crc)
+        problem += first_damaged_record(data, at, file_size);
     }
     scan.bad_position = at;
     scan.problem = problem;

@@ -1,0 +1,369 @@
+// file_log beyond the conformance suite: recovery of a torn tail, damage reported with its
+// segment and position, the directory lock, segment rolling and indexes, group commit, and
+// a failed write never reported durable.
+#define BOOST_TEST_MODULE file_log
+#include <boost/test/unit_test.hpp>
+
+#include "events/file_log.hpp"
+#include "events/file_log_format.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sys/mount.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+using namespace sandboxd::events;
+namespace fs = std::filesystem;
+namespace lf = sandboxd::events::file_log_format;
+
+namespace {
+
+struct log_dir {
+  sandboxd::test::temp_dir tmp{"file-log"};
+  std::string dir = tmp.path() + "/log";
+
+  file_log_options options(std::uint64_t segment_bytes = std::uint64_t{64} << 20) const {
+    file_log_options o;
+    o.dir = dir;
+    o.partitions = 4;
+    o.segment_bytes = segment_bytes;
+    return o;
+  }
+  std::string segment(std::uint64_t n) const { return dir + "/" + lf::segment_file_name(n); }
+  std::string index(std::uint64_t n) const { return dir + "/" + lf::index_file_name(n); }
+};
+
+std::string value_of(int i) {
+  return "value-" + std::to_string(i) + std::string(100, 'v');
+}
+std::string key_of(int i) {
+  return "sb_" + std::to_string(i % 17);
+}
+
+// Appends records [first, first + n) one append (so one batch) each; returns positions.
+std::vector<record_position> append_each(file_log& log, int first, int n) {
+  std::vector<record_position> out;
+  for (int i = first; i < first + n; ++i) {
+    auto r = log.append({{key_of(i), value_of(i)}}).get();
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.failure->message);
+    out.push_back(r.positions[0]);
+  }
+  return out;
+}
+
+// Every record of the log, by (partition, offset).
+std::map<std::pair<int, std::int64_t>, std::string> contents(file_log& log) {
+  std::map<std::pair<int, std::int64_t>, std::string> out;
+  for (int p = 0; p < log.partitions(); ++p) {
+    std::int64_t at = 0;
+    for (;;) {
+      auto r = log.read(p, at, 1000);
+      BOOST_REQUIRE(r.ok());
+      if (r.records.empty())
+        break;
+      for (auto& rec : r.records)
+        out[{p, rec.offset}] = rec.value;
+      at += static_cast<std::int64_t>(r.records.size());
+    }
+  }
+  return out;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void write_file(const std::string& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+struct batch_at {
+  std::uint64_t position;
+  std::uint32_t length;
+};
+
+std::vector<batch_at> batches_of(const std::string& segment_bytes) {
+  std::vector<batch_at> out;
+  std::uint64_t at = lf::k_segment_header_size;
+  while (at < segment_bytes.size()) {
+    std::uint32_t length, count;
+    BOOST_REQUIRE(lf::check_batch(segment_bytes.data() + at, segment_bytes.size() - at, length,
+                                  count) == lf::batch_check::ok);
+    out.push_back({at, length});
+    at += lf::k_batch_header_size + length;
+  }
+  return out;
+}
+
+std::string fault_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const log_fault& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_torn_last_batch_is_cut_and_every_acknowledged_record_stays) {
+  log_dir d;
+  std::map<std::pair<int, std::int64_t>, std::string> acknowledged;
+  std::uint64_t size_before_last = 0;
+  {
+    file_log log(d.options());
+    append_each(log, 0, 50);
+    acknowledged = contents(log);
+    size_before_last = fs::file_size(d.segment(0));
+    append_each(log, 50, 1);
+  }
+  // The last batch only half reached the disk.
+  const auto full = fs::file_size(d.segment(0));
+  const auto half = (full - size_before_last) / 2;
+  fs::resize_file(d.segment(0), size_before_last + half);
+  file_log log(d.options());
+  BOOST_TEST(log.recovery().truncated_bytes == half);
+  BOOST_TEST(log.recovery().truncated_segment == d.segment(0));
+  BOOST_TEST(fs::file_size(d.segment(0)) == size_before_last);
+  BOOST_TEST((contents(log) == acknowledged));
+  // The log goes on where the torn batch would have been.
+  auto next = append_each(log, 50, 1);
+  BOOST_TEST(next[0].offset == log.end_offset(next[0].partition).offset - 1);
+}
+
+BOOST_AUTO_TEST_CASE(zeros_after_the_last_batch_are_cut_as_a_torn_tail) {
+  log_dir d;
+  std::map<std::pair<int, std::int64_t>, std::string> acknowledged;
+  {
+    file_log log(d.options());
+    append_each(log, 0, 30);
+    acknowledged = contents(log);
+  }
+  const auto size = fs::file_size(d.segment(0));
+  // What ext4 can leave after a power cut: the size grew, the data never arrived.
+  fs::resize_file(d.segment(0), size + 8192);
+  file_log log(d.options());
+  BOOST_TEST(log.recovery().truncated_bytes == 8192u);
+  BOOST_TEST((contents(log) == acknowledged));
+}
+
+BOOST_AUTO_TEST_CASE(a_flipped_byte_in_the_middle_of_the_last_segment_fails_open_naming_it) {
+  log_dir d;
+  {
+    file_log log(d.options());
+    append_each(log, 0, 200);
+  }
+  std::string bytes = read_file(d.segment(0));
+  auto batches = batches_of(bytes);
+  BOOST_REQUIRE(batches.size() == 200u);
+  const auto damaged = batches[100];
+  // A byte of the record's value: the record header stays readable.
+  const auto record = damaged.position + lf::k_batch_header_size;
+  bytes[record + lf::k_record_header_size + 20] ^= 0x01;
+  write_file(d.segment(0), bytes);
+  auto message = fault_of([&] { file_log log(d.options()); });
+  BOOST_TEST_MESSAGE(message);
+  BOOST_TEST(message.find(d.segment(0)) != std::string::npos);
+  BOOST_TEST(message.find("at byte " + std::to_string(damaged.position)) != std::string::npos);
+  BOOST_TEST(message.find("record is at byte " + std::to_string(record)) != std::string::npos);
+  // The healthy batches after it are not cut off as a torn tail.
+  BOOST_TEST(fs::file_size(d.segment(0)) == bytes.size());
+}
+
+BOOST_AUTO_TEST_CASE(a_flipped_byte_in_a_sealed_segment_fails_the_read_naming_segment_and_offset) {
+  log_dir d;
+  std::vector<record_position> positions;
+  {
+    file_log log(d.options(16 << 10));
+    positions = append_each(log, 0, 600);
+  }
+  BOOST_REQUIRE(fs::exists(d.segment(3)));
+  BOOST_REQUIRE(fs::exists(d.index(0)));
+  std::string bytes = read_file(d.segment(0));
+  auto batches = batches_of(bytes);
+  const auto damaged = batches[batches.size() / 2];
+  const auto record = damaged.position + lf::k_batch_header_size;
+  lf::record_view view;
+  BOOST_REQUIRE(lf::read_record(bytes.data() + record, bytes.size() - record, view));
+  bytes[record + lf::k_record_header_size + view.key.size() + 3] ^= 0x40;
+  write_file(d.segment(0), bytes);
+  {
+    // The sealed segment's index spares the open a scan; the read checks the record.
+    file_log log(d.options(16 << 10));
+    const auto p = static_cast<std::int32_t>(view.partition);
+    const auto o = static_cast<std::int64_t>(view.offset);
+    auto before = log.read(p, 0, static_cast<std::size_t>(o));
+    BOOST_TEST(before.ok());
+    BOOST_TEST(before.records.size() == static_cast<std::size_t>(o));
+    auto message = fault_of([&] { log.read(p, 0, static_cast<std::size_t>(o) + 1); });
+    BOOST_TEST_MESSAGE(message);
+    BOOST_TEST(message.find(d.segment(0) + " at byte " + std::to_string(record)) !=
+               std::string::npos);
+    BOOST_TEST(message.find("partition " + std::to_string(p) + " offset " + std::to_string(o)) !=
+               std::string::npos);
+  }
+  // Without its index the segment is scanned, and the open fails instead.
+  fs::remove(d.index(0));
+  auto message = fault_of([&] { file_log log(d.options(16 << 10)); });
+  BOOST_TEST(message.find(d.segment(0) + " at byte " + std::to_string(damaged.position)) !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_second_open_of_the_same_directory_is_refused_naming_the_holder) {
+  log_dir d;
+  file_log log(d.options());
+  auto message = fault_of([&] { file_log again(d.options()); });
+  BOOST_TEST(message.find("in use by another process (pid " + std::to_string(::getpid())) !=
+             std::string::npos);
+  // Another process is refused too, and leaves the log alone.
+  pid_t child = ::fork();
+  if (child == 0) {
+    try {
+      file_log other(d.options());
+    } catch (const log_fault&) {
+      ::_exit(0);
+    }
+    ::_exit(1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_TEST(WIFEXITED(status));
+  BOOST_TEST(WEXITSTATUS(status) == 0);
+  BOOST_TEST(log.append({{"sb_1", "still mine"}}).get().ok());
+}
+
+BOOST_AUTO_TEST_CASE(reopening_with_another_partition_count_is_refused) {
+  log_dir d;
+  { file_log log(d.options()); }
+  auto o = d.options();
+  o.partitions = 16;
+  auto message = fault_of([&] { file_log log(o); });
+  BOOST_TEST(message.find("has 4 partitions, but was opened with 16") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(segments_roll_at_their_size_and_reopen_scans_only_what_lacks_an_index) {
+  log_dir d;
+  std::map<std::pair<int, std::int64_t>, std::string> written;
+  {
+    file_log log(d.options(8 << 10));
+    append_each(log, 0, 400);
+    written = contents(log);
+  }
+  std::uint64_t segments = 0;
+  while (fs::exists(d.segment(segments))) {
+    if (fs::exists(d.segment(segments + 1)))
+      BOOST_TEST(fs::file_size(d.segment(segments)) <= (8u << 10));
+    ++segments;
+  }
+  BOOST_TEST(segments > 5u);
+  {
+    file_log log(d.options(8 << 10));
+    BOOST_TEST(log.recovery().segments == segments);
+    BOOST_TEST(log.recovery().segments_scanned == 1u); // the last one
+    BOOST_TEST(log.recovery().records == 400u);
+    BOOST_TEST((contents(log) == written));
+  }
+  fs::remove(d.index(1));
+  write_file(d.index(2), "not an index");
+  file_log log(d.options(8 << 10));
+  BOOST_TEST(log.recovery().segments_scanned == 3u);
+  BOOST_TEST((contents(log) == written));
+  BOOST_TEST(fs::exists(d.index(1))); // rebuilt
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_appends_share_one_write_and_sync) {
+  log_dir d;
+  constexpr int threads = 32, each = 40;
+  {
+    file_log log(d.options());
+    std::vector<std::thread> pool;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        for (int i = 0; i < each; ++i)
+          failures += !log.append({{key_of(t), value_of(i)}}).get().ok();
+      });
+    for (auto& th : pool)
+      th.join();
+    BOOST_TEST(failures.load() == 0);
+  }
+  // Each batch on disk is one write + one fdatasync; appends that arrived while one was
+  // in flight went together into the next.
+  auto batches = batches_of(read_file(d.segment(0)));
+  BOOST_TEST_MESSAGE(threads * each << " appends in " << batches.size() << " batches");
+  BOOST_TEST(batches.size() < static_cast<std::size_t>(threads * each));
+}
+
+BOOST_AUTO_TEST_CASE(appends_queued_when_the_log_closes_are_written_first) {
+  log_dir d;
+  std::atomic<int> completed{0}, failed{0};
+  {
+    file_log log(d.options());
+    for (int i = 0; i < 500; ++i)
+      log.append({{key_of(i), value_of(i)}}, [&](append_result r) {
+        ++completed;
+        failed += !r.ok();
+      });
+  }
+  BOOST_TEST(completed.load() == 500);
+  BOOST_TEST(failed.load() == 0);
+  file_log log(d.options());
+  BOOST_TEST(log.recovery().records == 500u);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_is_never_reported_durable_and_stops_the_log) {
+  sandboxd::test::temp_dir tmp{"file-log-full"};
+  // A 1 MiB file system fills up partway through the appends.
+  if (::mount("tmpfs", tmp.path().c_str(), "tmpfs", 0, "size=1m") != 0) {
+    BOOST_TEST_MESSAGE(
+      "skipped: cannot mount a small tmpfs (needs root): " << std::strerror(errno));
+    return;
+  }
+  struct unmount {
+    std::string path;
+    ~unmount() { ::umount2(path.c_str(), MNT_DETACH); }
+  } guard{tmp.path()};
+  file_log_options o;
+  o.dir = tmp.path() + "/log";
+  o.partitions = 4;
+  o.segment_bytes = 64 << 10;
+  std::map<std::pair<int, std::int64_t>, std::string> acknowledged;
+  int failures = 0;
+  std::string first_failure;
+  {
+    file_log log(o);
+    for (int i = 0; i < 400; ++i) {
+      std::vector<log_record> batch = {{key_of(i), std::string(4000, 'x') + std::to_string(i)}};
+      auto r = log.append(batch).get();
+      if (r.ok()) {
+        BOOST_TEST(failures == 0); // nothing succeeds once a write failed
+        acknowledged[{r.positions[0].partition, r.positions[0].offset}] = batch[0].value;
+      } else {
+        BOOST_TEST(r.positions.empty());
+        BOOST_TEST((r.failure->code == errc::unavailable));
+        if (failures++ == 0)
+          first_failure = r.failure->message;
+      }
+    }
+  }
+  BOOST_TEST_MESSAGE(first_failure);
+  BOOST_TEST(failures > 0);
+  BOOST_TEST(first_failure.find("No space left on device") != std::string::npos);
+  // Everything acknowledged is there after reopening (with room to spare again).
+  ::mount("tmpfs", tmp.path().c_str(), "tmpfs", MS_REMOUNT, "size=8m");
+  file_log log(o);
+  auto after = contents(log);
+  std::size_t lost = 0;
+  for (const auto& [pos, value] : acknowledged)
+    lost += after.count(pos) == 0 || after[pos] != value;
+  BOOST_TEST(lost == 0u);
+  BOOST_TEST(acknowledged.size() > 50u);
+}
