@@ -14,7 +14,8 @@
 //   `command_rejected` only advance the sequence. An event whose sequence is not above
 //   state.sequence is a duplicate and leaves the state unchanged.
 // - Replaying the events decide emitted, from initial_state, reproduces the same state.
-// - deleted is terminal: every command on a deleted sandbox is rejected.
+// - deleted is terminal: no command emits an event for a deleted sandbox (all are rejected,
+//   except a retried create, which is answered with the deleted sandbox it made).
 #pragma once
 
 #include "events/errc.hpp"

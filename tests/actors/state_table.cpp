@@ -1,0 +1,269 @@
+// state_table.cpp — parsing docs/state-machine.md and classifying states and commands.
+#include "tests/actors/state_table.hpp"
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace sandboxd::actors::testing {
+
+namespace {
+
+std::string trim(std::string s) {
+  auto b = s.find_first_not_of(" \t`");
+  auto e = s.find_last_not_of(" \t`");
+  return b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
+}
+
+// The cells of a markdown table row "| a | b |".
+std::vector<std::string> split_row(const std::string& line) {
+  std::vector<std::string> out;
+  std::string cur;
+  for (std::size_t i = 1; i < line.size(); ++i) {
+    if (line[i] == '|') {
+      out.push_back(trim(cur));
+      cur.clear();
+    } else {
+      cur += line[i];
+    }
+  }
+  return out;
+}
+
+const std::map<std::string, events::errc>& error_names() {
+  static const std::map<std::string, events::errc> names{
+    {"not_found", events::errc::not_found},
+    {"conflict", events::errc::conflict},
+    {"permission_denied", events::errc::permission_denied},
+    {"invalid_argument", events::errc::invalid_argument},
+    {"resource_exhausted", events::errc::resource_exhausted},
+    {"unavailable", events::errc::unavailable},
+  };
+  return names;
+}
+
+cell parse_cell(const std::string& text) {
+  cell c;
+  c.text = text;
+  if (text == "ok") {
+    c.what = cell::kind::ok;
+  } else if (text == "n/a") {
+    c.what = cell::kind::not_applicable;
+  } else if (auto it = error_names().find(text); it != error_names().end()) {
+    c.what = cell::kind::error;
+    c.code = it->second;
+  } else {
+    const std::string arrow = "→";
+    auto pos = text.find(arrow);
+    if (pos == std::string::npos)
+      throw std::runtime_error("state table: cannot read cell \"" + text + "\"");
+    c.what = cell::kind::events;
+    std::stringstream names(text.substr(0, pos));
+    std::string name;
+    while (std::getline(names, name, '+'))
+      c.event_names.push_back(trim(name));
+    c.next = trim(text.substr(pos + arrow.size()));
+  }
+  return c;
+}
+
+std::string source_dir() {
+  if (const char* dir = std::getenv("SANDBOXD_SOURCE_DIR"))
+    return dir;
+  return SANDBOXD_SOURCE_DIR_DEFAULT;
+}
+
+bool path_ok(const std::string& p) {
+  if (p.empty() || p[0] != '/' || p.find('\0') != std::string::npos)
+    return false;
+  std::stringstream parts(p);
+  std::string part;
+  while (std::getline(parts, part, '/'))
+    if (part == "..")
+      return false;
+  return true;
+}
+
+bool timeouts_ok(const events::sandbox_timeouts& t) {
+  return t.idle_timeout.count() >= 0 && t.max_lifetime.count() >= 0 &&
+         t.paused_retention.count() >= 0 && static_cast<int>(t.on_idle) <= 1 &&
+         static_cast<int>(t.idle_pause_mode) <= 1;
+}
+
+bool spec_ok(const events::created& spec) {
+  if (spec.template_name.empty() || spec.limits.memory_mib == 0 || spec.limits.cpu_millicores == 0)
+    return false;
+  for (const auto& l : spec.labels)
+    if (l.key.empty())
+      return false;
+  return timeouts_ok(spec.timeouts);
+}
+
+bool exists(const sandbox_state& s) {
+  return s.status != sandbox_status::absent && s.status != sandbox_status::deleted;
+}
+
+bool has_exec(const sandbox_state& s, const std::string& id) {
+  for (const auto& e : s.execs_in_flight)
+    if (e == id)
+      return true;
+  return false;
+}
+
+template <class... F>
+struct overloaded : F... {
+  using F::operator()...;
+};
+template <class... F>
+overloaded(F...) -> overloaded<F...>;
+
+} // namespace
+
+const cell& state_table::at(const std::string& row, const std::string& column) const {
+  auto r = cells.find(row);
+  if (r == cells.end())
+    throw std::runtime_error("state table has no row " + row);
+  auto c = r->second.find(column);
+  if (c == r->second.end())
+    throw std::runtime_error("state table has no column " + column);
+  return c->second;
+}
+
+state_table load_state_table() {
+  std::string path = source_dir() + "/docs/state-machine.md";
+  std::ifstream in(path);
+  if (!in)
+    throw std::runtime_error("cannot open " + path);
+  state_table t;
+  std::string line;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (line.find("<!-- state-table:begin -->") != std::string::npos) {
+      inside = true;
+      continue;
+    }
+    if (line.find("<!-- state-table:end -->") != std::string::npos)
+      break;
+    if (!inside || line.empty() || line[0] != '|')
+      continue;
+    auto cells = split_row(line);
+    if (t.columns.empty()) {
+      t.columns.assign(cells.begin() + 1, cells.end());
+      continue;
+    }
+    if (cells.front().starts_with("---"))
+      continue;
+    if (cells.size() != t.columns.size() + 1)
+      throw std::runtime_error("state table row " + cells.front() + " has " +
+                               std::to_string(cells.size() - 1) + " cells");
+    t.rows.push_back(cells.front());
+    for (std::size_t i = 0; i < t.columns.size(); ++i)
+      t.cells[cells.front()][t.columns[i]] = parse_cell(cells[i + 1]);
+  }
+  if (t.rows.empty())
+    throw std::runtime_error("no state table between the markers in " + path);
+  return t;
+}
+
+std::string column_of(const sandbox_state& s) {
+  std::string name(to_string(s.status));
+  if (s.status == sandbox_status::pausing || s.status == sandbox_status::paused)
+    name += s.pause_mode == events::pause_mode::memory ? "_mem" : "_fs";
+  return name;
+}
+
+bool next_matches(const std::string& next, const sandbox_state& s) {
+  return next == column_of(s) || next == to_string(s.status);
+}
+
+std::string input_of(const sandbox_state& s, const command_body& c, time_point now) {
+  const auto& t = s.spec.timeouts;
+  auto due = [&](bool applies, time_point deadline) { return applies && now >= deadline; };
+  return std::visit(
+    overloaded{
+      [&](const cmd::create& x) -> std::string {
+        if (s.status != sandbox_status::absent && !x.spec.client_request_id.empty() &&
+            x.spec.client_request_id == s.spec.client_request_id)
+          return "create_same_request";
+        return spec_ok(x.spec) ? "create" : "create_invalid";
+      },
+      [&](const cmd::pause& x) -> std::string {
+        return x.mode == events::pause_mode::memory ? "pause_memory" : "pause_filesystem";
+      },
+      [&](const cmd::resume&) -> std::string { return "resume"; },
+      [&](const cmd::remove&) -> std::string { return "delete"; },
+      [&](const cmd::exec& x) -> std::string {
+        bool ok = !x.exec_id.empty() && !has_exec(s, x.exec_id) && !x.argv.empty() &&
+                  !x.argv[0].empty() && x.timeout.count() >= 0;
+        return ok ? "exec" : "exec_invalid";
+      },
+      [&](const cmd::read_file& x) -> std::string {
+        return path_ok(x.path) ? "read_file" : "read_file_invalid";
+      },
+      [&](const cmd::write_file& x) -> std::string {
+        return path_ok(x.path) ? "write_file" : "write_file_invalid";
+      },
+      [&](const cmd::set_timeout& x) -> std::string {
+        return timeouts_ok(x.timeouts) ? "set_timeout" : "set_timeout_invalid";
+      },
+      [&](const cmd::snapshot& x) -> std::string {
+        return x.snapshot_id.empty() ? "snapshot_invalid" : "snapshot";
+      },
+      [&](const cmd::runtime_started&) -> std::string { return "runtime_started"; },
+      [&](const cmd::runtime_paused&) -> std::string { return "runtime_paused"; },
+      [&](const cmd::runtime_resumed&) -> std::string { return "runtime_resumed"; },
+      [&](const cmd::runtime_deleted&) -> std::string { return "runtime_deleted"; },
+      [&](const cmd::runtime_failed&) -> std::string { return "runtime_failed"; },
+      [&](const cmd::exec_finished& x) -> std::string {
+        return has_exec(s, x.exec_id) ? "exec_finished" : "exec_finished_unknown";
+      },
+      [&](const cmd::storage_sampled&) -> std::string { return "storage_sampled"; },
+      [&](const cmd::idle_timer&) -> std::string {
+        bool applies = s.status == sandbox_status::running && t.idle_timeout.count() > 0 &&
+                       s.execs_in_flight.empty();
+        if (!due(applies, s.last_activity_at + t.idle_timeout))
+          return "idle_timer_early";
+        return t.on_idle == events::idle_action::delete_sandbox ? "idle_timer_delete"
+                                                                : "idle_timer_pause";
+      },
+      [&](const cmd::lifetime_timer&) -> std::string {
+        bool applies =
+          exists(s) && s.status != sandbox_status::deleting && t.max_lifetime.count() > 0;
+        return due(applies, s.created_at + t.max_lifetime) ? "lifetime_timer"
+                                                           : "lifetime_timer_early";
+      },
+      [&](const cmd::retention_timer&) -> std::string {
+        bool applies = s.status == sandbox_status::paused && t.paused_retention.count() > 0;
+        return due(applies, s.status_since + t.paused_retention) ? "retention_timer"
+                                                                 : "retention_timer_early";
+      },
+    },
+    c);
+}
+
+std::string mismatch(const cell& expected, const decision& d, const sandbox_state& after) {
+  std::string got;
+  if (!d.ok()) {
+    got = events::to_string(d.failure().code) + ": " + d.failure().message;
+    if (expected.what == cell::kind::error && expected.code == d.failure().code)
+      return {};
+  } else if (d.emitted().empty()) {
+    got = "ok (no events)";
+    if (expected.what == cell::kind::ok)
+      return {};
+  } else {
+    std::vector<std::string> names;
+    for (const auto& e : d.emitted()) {
+      names.emplace_back(events::type_name(e.body));
+      got += (got.empty() ? "" : "+") + names.back();
+    }
+    got += " → " + column_of(after);
+    if (expected.what == cell::kind::events && names == expected.event_names &&
+        next_matches(expected.next, after))
+      return {};
+  }
+  return "expected \"" + expected.text + "\", got \"" + got + "\"";
+}
+
+} // namespace sandboxd::actors::testing
