@@ -1,0 +1,351 @@
+// Real sandboxes (built once for crun, once for runsc): the persistence recipe across a
+// filesystem pause, memory pause, exec semantics, limits, and delete leaving nothing.
+// Needs root; skipped with the reason when the runtime cannot run here.
+#define BOOST_TEST_MODULE oci_driver
+#include <boost/test/unit_test.hpp>
+
+#include "tests/runtime/driver_under_test.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+using namespace sandboxd::runtime;
+using sandboxd::test::driver_under_test;
+using sandboxd::test::temp_dir;
+
+namespace {
+
+boost::test_tools::assertion_result driver_usable(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result r(true);
+  if (auto why = driver_under_test::unavailable()) {
+    r = false;
+    r.message() << "driver cannot run on this machine: " << *why;
+  }
+  return r;
+}
+
+constexpr bool is_runsc = driver_under_test::kind == oci_runtime::runsc;
+
+struct fixture {
+  temp_dir dir{"runtime"};
+  std::string data = dir.path() + "/data";
+  std::unique_ptr<driver> d = driver_under_test::make(data);
+  oci_driver& oci = static_cast<oci_driver&>(*d);
+
+  ~fixture() {
+    if (auto all = d->list())
+      for (auto& s : all.value())
+        d->remove(s.id);
+  }
+
+  void running(const std::string& id, limits l = {}) {
+    create_request req;
+    req.id = id;
+    req.limits = l;
+    auto c = d->create(req);
+    BOOST_TEST_REQUIRE(c.ok(), (c ? "" : c.err().message));
+    auto s = d->start(id);
+    BOOST_TEST_REQUIRE(s.ok(), (s ? "" : s.err().message));
+  }
+
+  exec_result sh(const std::string& id, const std::string& script,
+                 std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
+    exec_request r;
+    r.argv = {"/bin/sh", "-c", script};
+    r.timeout = timeout;
+    auto res = d->exec(id, r);
+    BOOST_TEST_REQUIRE(res.ok(), (res ? "" : res.err().message));
+    return res.value();
+  }
+
+  std::string read(const std::string& id, const std::string& path) {
+    auto r = d->read_file(id, path);
+    BOOST_TEST_REQUIRE(r.ok(), (r ? "" : r.err().message));
+    return r.value();
+  }
+
+  // Reads an integer the sandbox keeps writing; polls until `pred` holds (or gives up
+  // after a generous deadline, which only guards against a hang).
+  template <class P>
+  long wait_counter(const std::string& id, P pred) {
+    long v = -1;
+    for (int i = 0; i < 600; ++i) {
+      auto r = d->read_file(id, "/tmp/counter");
+      if (r.ok() && !r->empty()) {
+        try {
+          v = std::stol(r.value());
+        } catch (...) {
+          v = -1; // caught mid-write
+        }
+        if (v >= 0 && pred(v))
+          return v;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return v;
+  }
+
+  // The command lines of every process inside the sandbox.
+  std::string processes(const std::string& id) {
+    return sh(id, "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done 2>/dev/null")
+      .stdout_data;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(oci, *boost::unit_test::precondition(driver_usable))
+
+BOOST_FIXTURE_TEST_CASE(persistence_recipe_survives_a_filesystem_pause, fixture) {
+  running("persist");
+  auto w = sh("persist", "mkdir -p /workspace /usr/local/share/check && "
+                         "echo workspace-data > /workspace/check.txt && "
+                         "echo marker-data > /usr/local/share/check/marker.txt && "
+                         "echo etc-data > /etc/check.txt");
+  BOOST_TEST_REQUIRE(w.exit_code == 0, w.stderr_data);
+  BOOST_TEST_REQUIRE(d->pause("persist", pause_mode::filesystem).ok());
+
+  BOOST_TEST(read("persist", "/workspace/check.txt") == "workspace-data\n");
+  BOOST_TEST(read("persist", "/usr/local/share/check/marker.txt") == "marker-data\n");
+  BOOST_TEST(read("persist", "/etc/check.txt") == "etc-data\n");
+  BOOST_TEST_REQUIRE(d->write_file("persist", "/workspace/next-task.txt", "next\n").ok());
+  // Offline: no overlay is mounted and the writable layer holds the files.
+  BOOST_TEST(!is_mount_point(data + "/sandboxes/persist/merged"));
+  std::ifstream upper(data + "/sandboxes/persist/upper/etc/check.txt");
+  BOOST_TEST(upper.good());
+
+  auto r = d->resume("persist");
+  BOOST_TEST_REQUIRE(r.ok(), (r ? "" : r.err().message));
+  auto seen = sh("persist", "cat /workspace/check.txt /usr/local/share/check/marker.txt "
+                            "/etc/check.txt /workspace/next-task.txt");
+  BOOST_TEST(seen.exit_code == 0);
+  BOOST_TEST(seen.stdout_data == "workspace-data\nmarker-data\netc-data\nnext\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(filesystem_pause_ends_processes_and_resume_starts_fresh, fixture) {
+  running("fresh");
+  sh("fresh", "sleep 1000 >/dev/null 2>&1 &");
+  BOOST_TEST(processes("fresh").find("sleep 1000") != std::string::npos);
+  BOOST_TEST_REQUIRE(d->pause("fresh", pause_mode::filesystem).ok());
+  BOOST_TEST_REQUIRE(d->resume("fresh").ok());
+  BOOST_TEST(processes("fresh").find("sleep 1000") == std::string::npos);
+}
+
+BOOST_FIXTURE_TEST_CASE(memory_pause_keeps_a_process_and_its_memory, fixture) {
+  running("mem");
+  auto bg = sh("mem", "i=0; while :; do i=$((i+1)); echo $i > /tmp/counter.new; "
+                      "mv /tmp/counter.new /tmp/counter; sleep 0.05; done >/dev/null 2>&1 &");
+  BOOST_TEST_REQUIRE(bg.exit_code == 0, bg.stderr_data);
+  long before = wait_counter("mem", [](long v) { return v >= 5; });
+  BOOST_TEST_REQUIRE(before >= 5);
+  BOOST_TEST_REQUIRE(d->pause("mem", pause_mode::memory).ok());
+  long at_pause = std::stol(read("mem", "/tmp/counter"));
+  BOOST_TEST(at_pause >= before);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  BOOST_TEST(std::stol(read("mem", "/tmp/counter")) == at_pause); // nothing runs while paused
+  auto r = d->resume("mem");
+  BOOST_TEST_REQUIRE(r.ok(), (r ? "" : r.err().message));
+  // The same loop continues from its own count: a restarted loop would begin at 1.
+  long after = wait_counter("mem", [&](long v) { return v > at_pause + 3; });
+  BOOST_TEST(after > at_pause + 3);
+}
+
+BOOST_FIXTURE_TEST_CASE(exec_reports_stdout_stderr_and_exit_codes, fixture) {
+  running("ex");
+  auto r = sh("ex", "printf 'out\\0bin'; printf err >&2; exit 7");
+  BOOST_TEST(r.exit_code == 7);
+  BOOST_TEST(r.signal == 0);
+  BOOST_TEST((r.stdout_data == std::string("out\0bin", 7)));
+  BOOST_TEST(r.stderr_data == "err");
+  BOOST_TEST(!r.timed_out);
+  BOOST_TEST(!r.output_truncated);
+  BOOST_TEST(sh("ex", "true").exit_code == 0);
+  BOOST_TEST(sh("ex", "kill -9 $$").signal == 9);
+
+  exec_request missing;
+  missing.argv = {"/no/such/program"};
+  auto m = d->exec("ex", missing);
+  BOOST_TEST_REQUIRE(m.ok());
+  BOOST_TEST(m->exit_code != 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(exec_streams_output_to_the_callback, fixture) {
+  running("stream");
+  std::string seen_out, seen_err;
+  exec_request r;
+  r.argv = {"/bin/sh", "-c", "echo one; echo two >&2; echo three"};
+  r.on_output = [&](output_stream s, std::string_view chunk) {
+    (s == output_stream::out ? seen_out : seen_err).append(chunk);
+  };
+  auto res = d->exec("stream", r);
+  BOOST_TEST_REQUIRE(res.ok());
+  BOOST_TEST(seen_out == "one\nthree\n");
+  BOOST_TEST(seen_err == "two\n");
+  BOOST_TEST(res->stdout_data == seen_out);
+}
+
+BOOST_FIXTURE_TEST_CASE(stdin_is_passed_byte_for_byte_and_absent_stdin_is_eof, fixture) {
+  running("in");
+  std::string bytes;
+  for (int i = 0; i < 256; ++i)
+    bytes += static_cast<char>(i);
+  bytes = bytes + bytes + std::string(300000, 'z'); // more than a pipe buffer
+  exec_request r;
+  r.argv = {"cat"};
+  r.stdin_data = bytes;
+  auto res = d->exec("in", r);
+  BOOST_TEST_REQUIRE(res.ok());
+  BOOST_TEST(res->exit_code == 0);
+  BOOST_TEST((res->stdout_data == bytes));
+
+  exec_request none;
+  none.argv = {"/bin/sh", "-c", "cat; echo eof"};
+  none.timeout = std::chrono::seconds(30);
+  auto n = d->exec("in", none);
+  BOOST_TEST_REQUIRE(n.ok());
+  BOOST_TEST(!n->timed_out);
+  BOOST_TEST(n->stdout_data == "eof\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(env_and_cwd_apply_to_one_exec_only, fixture) {
+  running("env");
+  BOOST_TEST_REQUIRE(d->write_file("env", "/workspace/dir/x", "").ok());
+  exec_request r;
+  r.argv = {"/bin/sh", "-c", "echo \"$FOO|$PATH\"; pwd"};
+  r.env = {{"FOO", "bar baz"}};
+  r.cwd = "/workspace/dir";
+  auto a = d->exec("env", r);
+  BOOST_TEST_REQUIRE(a.ok());
+  BOOST_TEST(
+    a->stdout_data ==
+    "bar baz|/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n/workspace/dir\n");
+  auto b = sh("env", "echo \"[$FOO]\"; pwd");
+  BOOST_TEST(b.stdout_data == "[]\n/\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(several_execs_run_at_the_same_time, fixture) {
+  running("par");
+  // Each exec waits for a file the next one writes, so they can only all finish if
+  // they run concurrently.
+  std::vector<std::thread> threads;
+  std::atomic<int> ok{0};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      exec_request r;
+      r.argv = {"/bin/sh", "-c",
+                "touch /tmp/go" + std::to_string(i) +
+                  "; n=0; while [ $n -lt 400 ]; do "
+                  "[ -e /tmp/go0 ] && [ -e /tmp/go1 ] && [ -e /tmp/go2 ] && [ -e /tmp/go3 ] && "
+                  "exit 0; sleep 0.05; n=$((n+1)); done; exit 1"};
+      auto res = d->exec("par", r);
+      if (res.ok() && res->exit_code == 0)
+        ++ok;
+    });
+  for (auto& t : threads)
+    t.join();
+  BOOST_TEST(ok.load() == 4);
+}
+
+BOOST_FIXTURE_TEST_CASE(timeout_kills_a_sleeping_child_tree, fixture) {
+  running("tmo");
+  auto r = sh("tmo", "sh -c 'sleep 1001 & sleep 1002' & sleep 1003; echo never",
+              std::chrono::milliseconds(1500));
+  BOOST_TEST(r.timed_out);
+  BOOST_TEST(r.exit_code == -1);
+  BOOST_TEST(r.stdout_data.find("never") == std::string::npos);
+  std::string ps;
+  for (int i = 0; i < 50; ++i) { // killed processes may take a moment to vanish
+    ps = processes("tmo");
+    if (ps.find("sleep 100") == std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST(ps.find("sleep 100") == std::string::npos, ps);
+}
+
+BOOST_FIXTURE_TEST_CASE(output_flood_is_truncated_at_the_cap, fixture) {
+  limits l;
+  l.max_output_bytes = 1 << 20;
+  running("flood", l);
+  auto r = sh("flood", "head -c 100000000 /dev/zero; echo done >&2");
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.output_truncated);
+  BOOST_TEST(r.stdout_data.size() == (1u << 20));
+  BOOST_TEST(r.stderr_data == "done\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(memory_hog_beyond_the_limit_is_killed_and_reported, fixture) {
+  limits l;
+  l.memory_bytes = 256ull << 20;
+  running("hog", l);
+  // Doubling a shell variable reaches the limit in a few seconds even under gVisor.
+  auto r = sh("hog", "x=a; while [ ${#x} -lt 1000000000 ]; do x=$x$x; done; echo survived");
+  BOOST_TEST(r.oom_killed);
+  BOOST_TEST(r.exit_code == -1);
+  BOOST_TEST(r.signal == 9);
+  BOOST_TEST(r.stdout_data.find("survived") == std::string::npos);
+  auto st = d->inspect("hog")->status;
+  if (is_runsc) {
+    // gVisor's kernel is in the limited cgroup too: the sandbox ends as a whole.
+    BOOST_TEST((st == sandbox_status::stopped));
+    BOOST_TEST_REQUIRE(d->start("hog").ok());
+  } else {
+    BOOST_TEST((st == sandbox_status::running));
+  }
+  BOOST_TEST(sh("hog", "echo alive").stdout_data == "alive\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(fork_bomb_is_stopped_by_the_pids_limit_and_host_stays_responsive, fixture) {
+  limits l;
+  l.pids = 128;
+  l.memory_bytes = 1ull << 30;
+  running("bomb", l);
+  auto r = sh("bomb", "f(){ f | f & }; f; sleep 3; echo bombed", std::chrono::seconds(20));
+  // The host forks and runs a program at once.
+  BOOST_TEST(sandboxd::test::run_shell("echo host-ok").output == "host-ok\n");
+  std::string events;
+  std::ifstream("/sys/fs/cgroup/pids" + oci.cgroup_path("bomb") + "/pids.events") >> events >>
+    events;
+  auto st = d->inspect("bomb")->status;
+  if (is_runsc) {
+    // The bomb exhausts the sandbox's pids: it ends as a whole, or survives throttled.
+    BOOST_TEST((st == sandbox_status::stopped || r.stderr_data.find("fork") != std::string::npos),
+               r.stderr_data.substr(0, 300));
+  } else {
+    BOOST_TEST((st == sandbox_status::running));
+    BOOST_TEST(std::stol(events) > 0, "pids.max was never hit");
+    BOOST_TEST(r.stderr_data.find("can't fork") != std::string::npos);
+  }
+  BOOST_TEST_REQUIRE(d->remove("bomb").ok());
+}
+
+BOOST_FIXTURE_TEST_CASE(remove_leaves_no_mount_process_directory_or_runtime_state, fixture) {
+  running("del");
+  sh("del", "sleep 1000 >/dev/null 2>&1 & echo x > /workspace/x");
+  BOOST_TEST_REQUIRE(d->pause("del", pause_mode::memory).ok());
+  BOOST_TEST_REQUIRE(d->remove("del").ok());
+
+  std::ifstream mounts("/proc/mounts");
+  std::string all((std::istreambuf_iterator<char>(mounts)), {});
+  BOOST_TEST(all.find(data) == std::string::npos);
+  auto ps = sandboxd::test::run_shell("ps -eo args | grep -F -- " +
+                                      sandboxd::test::shell_quote(data) + " | grep -v grep");
+  BOOST_TEST(ps.output == "");
+  BOOST_TEST(!std::filesystem::exists(data + "/sandboxes/del"));
+  BOOST_TEST(!std::filesystem::exists("/sys/fs/cgroup/memory" + oci.cgroup_path("del")));
+  BOOST_TEST(!std::filesystem::exists("/sys/fs/cgroup/pids" + oci.cgroup_path("del")));
+  std::string cmd;
+  for (auto& a : oci.runtime_command())
+    cmd += sandboxd::test::shell_quote(a) + " ";
+  auto listed = sandboxd::test::run_shell(cmd + "list");
+  BOOST_TEST(listed.exit_code == 0);
+  BOOST_TEST(listed.output.find("del") == std::string::npos, listed.output);
+  BOOST_TEST(d->list()->empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
