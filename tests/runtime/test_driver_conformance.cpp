@@ -4,7 +4,7 @@
 #define BOOST_TEST_MODULE driver_conformance
 #include <boost/test/unit_test.hpp>
 
-#include "tests/runtime/driver_under_test.hpp"
+#include "tests/runtime/driver_fixture.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
@@ -12,50 +12,13 @@
 #include <sys/stat.h>
 
 using namespace sandboxd::runtime;
+using sandboxd::test::driver_fixture;
 using sandboxd::test::driver_under_test;
-using sandboxd::test::temp_dir;
+using sandboxd::test::driver_usable;
 
 namespace {
 
-boost::test_tools::assertion_result driver_usable(boost::unit_test::test_unit_id) {
-  boost::test_tools::assertion_result r(true);
-  if (auto why = driver_under_test::unavailable()) {
-    r = false;
-    r.message() << "driver cannot run on this machine: " << *why;
-  }
-  return r;
-}
-
-// A data directory, a driver on it, and a clean-up that removes every sandbox the
-// driver has, so no mount or process outlives a failed test.
-struct fixture {
-  temp_dir dir{"runtime"};
-  std::string data = dir.path() + "/data";
-  std::unique_ptr<driver> d = driver_under_test::make(data);
-
-  ~fixture() {
-    if (auto all = d->list())
-      for (auto& s : all.value())
-        d->remove(s.id);
-  }
-
-  std::string running(const std::string& id, limits l = {}) {
-    create_request req;
-    req.id = id;
-    req.limits = l;
-    auto c = d->create(req);
-    BOOST_TEST_REQUIRE(c.ok(), (c ? "" : c.err().message));
-    auto s = d->start(id);
-    BOOST_TEST_REQUIRE(s.ok(), (s ? "" : s.err().message));
-    return id;
-  }
-
-  sandbox_status status(const std::string& id) {
-    auto i = d->inspect(id);
-    BOOST_TEST_REQUIRE(i.ok(), (i ? "" : i.err().message));
-    return i->status;
-  }
-};
+using fixture = driver_fixture;
 
 std::string all_bytes() {
   std::string s;

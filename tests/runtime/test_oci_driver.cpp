@@ -4,7 +4,7 @@
 #define BOOST_TEST_MODULE oci_driver
 #include <boost/test/unit_test.hpp>
 
-#include "tests/runtime/driver_under_test.hpp"
+#include "tests/runtime/driver_fixture.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -15,43 +15,16 @@
 #include <thread>
 
 using namespace sandboxd::runtime;
+using sandboxd::test::driver_fixture;
 using sandboxd::test::driver_under_test;
-using sandboxd::test::temp_dir;
+using sandboxd::test::driver_usable;
 
 namespace {
 
-boost::test_tools::assertion_result driver_usable(boost::unit_test::test_unit_id) {
-  boost::test_tools::assertion_result r(true);
-  if (auto why = driver_under_test::unavailable()) {
-    r = false;
-    r.message() << "driver cannot run on this machine: " << *why;
-  }
-  return r;
-}
-
 constexpr bool is_runsc = driver_under_test::kind == oci_runtime::runsc;
 
-struct fixture {
-  temp_dir dir{"runtime"};
-  std::string data = dir.path() + "/data";
-  std::unique_ptr<driver> d = driver_under_test::make(data);
+struct fixture : driver_fixture {
   oci_driver& oci = static_cast<oci_driver&>(*d);
-
-  ~fixture() {
-    if (auto all = d->list())
-      for (auto& s : all.value())
-        d->remove(s.id);
-  }
-
-  void running(const std::string& id, limits l = {}) {
-    create_request req;
-    req.id = id;
-    req.limits = l;
-    auto c = d->create(req);
-    BOOST_TEST_REQUIRE(c.ok(), (c ? "" : c.err().message));
-    auto s = d->start(id);
-    BOOST_TEST_REQUIRE(s.ok(), (s ? "" : s.err().message));
-  }
 
   exec_result sh(const std::string& id, const std::string& script,
                  std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
