@@ -1,0 +1,61 @@
+// billing_meter — what one event does to a sandbox's billing meters, as a pure function.
+//
+// Compute: memory bytes (limits.memory_mib × 2^20 from `created`) while running: an
+// interval opens at `started` or `resumed` and closes at `pause_requested`,
+// `delete_requested`, `failed` or `deleted` (idle time while running counts; paused time
+// does not). Storage: the writable layer (the template below it is shared and not
+// counted); every event that reports the layer's size — storage_sampled, paused,
+// snapshot_taken — closes the open interval at its time with the old size and opens one
+// with the new size; `deleted` closes it for good. Intervals of zero bytes or zero length
+// are not recorded. Each closed interval names the sequence numbers of the events that
+// opened and closed it (event ids "<sandbox>:<seq>"), which is what makes a bill line
+// traceable. Times are metering milliseconds (billing.hpp).
+#pragma once
+
+#include "events/event.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxd::projections {
+
+struct open_interval {
+  std::uint64_t seq = 0; // the event that opened it
+  std::int64_t start_ms = 0;
+  bool operator==(const open_interval&) const = default;
+};
+
+struct meter_state {
+  std::string sandbox_id;
+  std::string tenant;
+  std::int64_t memory_bytes = 0;
+  std::optional<open_interval> compute;
+  std::int64_t storage_bytes = 0;
+  std::optional<open_interval> storage;
+  bool deleted = false;
+  bool operator==(const meter_state&) const = default;
+};
+
+enum class meter { compute, storage };
+const char* to_string(meter m);
+
+struct closed_interval {
+  std::string sandbox_id;
+  std::string tenant;
+  meter kind = meter::compute;
+  std::uint64_t start_seq = 0;
+  std::uint64_t end_seq = 0;
+  std::int64_t start_ms = 0;
+  std::int64_t end_ms = 0;
+  std::int64_t bytes = 0;
+  bool operator==(const closed_interval&) const = default;
+};
+
+// Applies `e` to the sandbox's meters (`state` is empty before `created`; events of a
+// sandbox never created are ignored) and appends the intervals it closes to `closed`.
+void meter_event(std::optional<meter_state>& state, const events::event& e,
+                 std::vector<closed_interval>& closed);
+
+} // namespace sandboxd::projections

@@ -1,0 +1,107 @@
+// projector — the projection runner: reads the event log and applies it to the read
+// models in PostgreSQL, exactly once.
+//
+// A projector has a name. PostgreSQL holds, per (name, partition), the next offset to read
+// (projection_offsets). One step is one transaction: lock the offset rows (FOR UPDATE, so
+// two projectors never apply one partition twice), read up to max_batch records after them,
+// apply the events (read_models.hpp) and store the new offsets, then commit. A crash at any
+// point either keeps the whole step or none of it, so the read models see every event once:
+// none skipped, none twice. Duplicates that the log itself holds (a retried Kafka append)
+// are dropped by their per-sandbox sequence number.
+//
+// run() repeats steps on a thread of its own; when PostgreSQL or the log fails it drops the
+// connection, waits (exponential backoff, min_backoff doubling up to max_backoff) and tries
+// again from the offsets PostgreSQL has, so nothing is lost across a reconnect. A record
+// that does not decode stops progress on its partition (retried with backoff, reported in
+// status().last_error): billing must never skip an event silently.
+#pragma once
+
+#include "events/event_log.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace sandboxd::projections {
+
+struct projector_options {
+  std::string name = "read_models";
+  std::string schema = "public";        // where the read models live (created and migrated)
+  std::vector<std::int32_t> partitions; // the partitions this projector owns; empty: all
+  std::size_t max_batch = 5000;         // records per transaction, all partitions together
+  std::chrono::milliseconds idle_wait{20};
+  std::chrono::milliseconds min_backoff{50};
+  std::chrono::milliseconds max_backoff{2000};
+  // Stop each partition at this offset (exclusive); a rebuild uses the live offsets.
+  std::map<std::int32_t, std::int64_t> until;
+  // Called after each commit with the committed next offsets of the partitions it moved.
+  std::function<void(const std::map<std::int32_t, std::int64_t>&)> on_commit;
+};
+
+struct partition_lag {
+  std::int32_t partition = 0;
+  std::int64_t next_offset = 0; // committed
+  std::int64_t end_offset = 0;  // of the log, when asked
+  std::int64_t lag() const { return end_offset - next_offset; }
+};
+
+struct projector_status {
+  std::uint64_t steps = 0;
+  std::uint64_t applied = 0;    // events that changed the read models
+  std::uint64_t duplicates = 0; // events dropped by sequence number
+  std::uint64_t failures = 0;   // steps that failed (and were retried)
+  std::string last_error;       // "" after a successful step
+};
+
+class projector {
+public:
+  projector(events::event_log& log, std::string conninfo, projector_options options = {});
+  ~projector();
+  projector(const projector&) = delete;
+  projector& operator=(const projector&) = delete;
+
+  // One transaction. Returns the number of records it consumed (0: nothing new). Throws on
+  // a fault (PostgreSQL, the log, an undecodable record); nothing of the step is kept then.
+  std::size_t step();
+
+  // Steps until every owned partition reached the log's end offset as of the call (or its
+  // `until`). Throws like step().
+  void catch_up();
+
+  // Runs steps on a background thread, with backoff and reconnect, until stop().
+  void start();
+  void stop();
+
+  // Committed offsets against the log's end offsets, per owned partition.
+  std::vector<partition_lag> lag();
+  projector_status status() const;
+
+private:
+  void connect();
+  void run();
+  std::vector<std::int32_t> owned();
+
+  events::event_log& log_;
+  std::string conninfo_;
+  projector_options options_;
+  struct connection_holder; // pqxx::connection, kept out of this header
+  std::unique_ptr<connection_holder> conn_;
+  std::size_t wait_cursor_ = 0;
+
+  mutable std::mutex mutex_; // guards committed_ and status_
+  std::map<std::int32_t, std::int64_t> committed_;
+  projector_status status_;
+
+  std::atomic<bool> stopping_{false};
+  std::thread thread_;
+};
+
+} // namespace sandboxd::projections

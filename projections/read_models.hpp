@@ -1,0 +1,37 @@
+// read_models — applies a batch of events to the three read models (sandboxes, billing
+// meters, audit log) inside the caller's transaction.
+//
+// The caller (projector) owns the transaction and the offsets; this only writes rows. With
+// the transaction it guarantees: every event of the batch whose sequence number is above
+// the highest one this projection applied for its sandbox changes the read models exactly
+// once; the others (duplicates) change nothing. Events must come in log order per
+// partition. The statements are set-based (unnest arrays, COPY), a handful per batch.
+#pragma once
+
+#include "events/event.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace pqxx {
+class transaction_base;
+}
+
+namespace sandboxd::projections {
+
+struct positioned_event {
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+  events::event event;
+};
+
+struct batch_outcome {
+  std::size_t applied = 0;
+  std::size_t duplicates = 0;
+};
+
+batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
+                          const std::vector<positioned_event>& batch);
+
+} // namespace sandboxd::projections

@@ -1,0 +1,63 @@
+// log_under_test — a fresh, empty event log for one projection test: file_log in a
+// temporary directory (SANDBOXD_LOG_UNDER_TEST=1) or kafka_log on a new topic of the real
+// broker that the ctest fixture `kafka_broker` runs (SANDBOXD_LOG_UNDER_TEST=2).
+#pragma once
+
+#include "events/file_log.hpp"
+#include "events/kafka_log.hpp"
+#include "tests/support/kafka_broker.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+
+#ifndef SANDBOXD_LOG_UNDER_TEST
+#error "define SANDBOXD_LOG_UNDER_TEST: 1 file_log, 2 kafka_log on the real broker"
+#endif
+
+namespace sandboxd::test {
+
+constexpr int k_log_partitions = 4;
+
+class log_under_test {
+public:
+  log_under_test() {
+    static std::atomic<int> n{0};
+    name_ = "p" + std::to_string(::getpid()) + "_" + std::to_string(n++);
+#if SANDBOXD_LOG_UNDER_TEST == 1
+    dir_.emplace("projection-log");
+    events::file_log_options o;
+    o.dir = dir_->path() + "/log";
+    o.partitions = k_log_partitions;
+    log_ = std::make_unique<events::file_log>(o);
+#else
+    events::kafka_log_options o;
+    o.bootstrap_servers = shared_kafka_bootstrap();
+    o.topic = "projections-" + name_;
+    o.partitions = k_log_partitions;
+    o.replication_factor = 1;
+    log_ = std::make_unique<events::kafka_log>(o);
+#endif
+  }
+
+  events::event_log& operator*() {
+    return *log_;
+  }
+  events::event_log* operator->() {
+    return log_.get();
+  }
+  // A name unique to this log, for schemas.
+  const std::string& name() const {
+    return name_;
+  }
+
+private:
+  std::optional<temp_dir> dir_;
+  std::unique_ptr<events::event_log> log_;
+  std::string name_;
+};
+
+} // namespace sandboxd::test

@@ -1,0 +1,289 @@
+// The read models projected from a real log (file_log, or kafka_log on the real broker)
+// into a real PostgreSQL: rows a lifecycle stream produces, duplicates that change nothing,
+// audit verification against hand edits, and a rebuild that matches the live tables.
+#define BOOST_TEST_MODULE read_models
+#include <boost/test/unit_test.hpp>
+
+#include "projections/audit_log.hpp"
+#include "projections/billing_report.hpp"
+#include "projections/projector.hpp"
+#include "projections/rebuild.hpp"
+#include "tests/projections/lifecycle_stream.hpp"
+#include "tests/projections/log_under_test.hpp"
+#include "tests/support/pg_server.hpp"
+
+#include <pqxx/pqxx>
+
+#include <set>
+
+using namespace std::chrono_literals;
+using namespace sandboxd;
+using namespace sandboxd::projections;
+using sandboxd::test::pg_server;
+using sandboxd::test::sandbox_events;
+
+namespace {
+
+constexpr std::int64_t gib = bytes_per_gib;
+constexpr std::int64_t minute_ms = 60'000;
+// An hour boundary, so the expected hour buckets are easy to state.
+constexpr std::int64_t t0_ms = 472'222 * ms_per_hour;
+constexpr std::int64_t t0_ns = t0_ms * 1'000'000;
+
+struct fixture {
+  test::log_under_test log;
+  std::string schema = "rm_" + log.name();
+  std::string conninfo = pg_server::shared().conninfo();
+  pqxx::connection conn{conninfo};
+
+  projector_options options() const {
+    projector_options o;
+    o.schema = schema;
+    o.max_batch = 7; // many small transactions: batch boundaries fall everywhere
+    return o;
+  }
+  void project() {
+    projector p(*log, conninfo, options());
+    p.catch_up();
+  }
+  pqxx::result query(const std::string& sql) {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    auto r = tx.exec(sql);
+    tx.commit();
+    return r;
+  }
+  // Every read-model table as one string, to see that nothing changed.
+  std::string snapshot() {
+    std::string out;
+    for (const auto& t : read_model_tables())
+      out += t + ":" +
+             query("SELECT coalesce(string_agg(r, '|' ORDER BY r), '') FROM (SELECT "
+                   "row_to_json(x)::text AS r FROM " +
+                   t + " x) s")[0][0]
+               .as<std::string>() +
+             "\n";
+    return out;
+  }
+};
+
+// sb-a: 4 GiB, runs 2h10m, paused 1h (a rejected exec meanwhile), runs 30m, deleted.
+// sb-b: 1 GiB, runs 45m, fails. sb-c (another tenant): 2 GiB, runs 10m, memory-paused.
+std::vector<events::event> lifecycle() {
+  sandbox_events a("sb-a", "acme", t0_ns);
+  a.after(30min).created(4096, {{"team", "ml"}, {"env", "dev"}});
+  a.after(1min).started().sampled(1 * gib).after(10min).exec("python train.py");
+  a.after(2h).pause(events::pause_mode::filesystem, 2 * gib);
+  a.after(1h).rejected(events::command_kind::exec, events::errc::conflict,
+                       "sandbox sb-a is paused; resume it before exec");
+  a.resume().after(30min).remove();
+  sandbox_events b("sb-b", "acme", t0_ns);
+  b.created(1024).started().after(45min).fail("runsc exited 137");
+  sandbox_events c("sb-c", "globex", t0_ns);
+  c.created(2048).started().after(10min).pause(events::pause_mode::memory, 0);
+  std::vector<events::event> all;
+  for (auto* s : {&a, &b, &c})
+    all.insert(all.end(), s->events().begin(), s->events().end());
+  return all;
+}
+
+std::int64_t as_i64(const pqxx::field& f) {
+  return f.as<std::int64_t>();
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(lifecycle_stream_produces_expected_rows, fixture) {
+  test::append_all(*log, lifecycle());
+  project();
+
+  auto a = query("SELECT tenant, state, template, limits->>'memory_mib', labels->>'team',"
+                 " labels->>'env', pause_mode, writable_layer_bytes, last_seq,"
+                 " extract(epoch FROM created_at)::bigint FROM sandboxes WHERE id = 'sb-a'");
+  BOOST_REQUIRE(a.size() == 1u);
+  BOOST_TEST(a[0][0].as<std::string>() == "acme");
+  BOOST_TEST(a[0][1].as<std::string>() == "deleted");
+  BOOST_TEST(a[0][2].as<std::string>() == "python-3.12");
+  BOOST_TEST(a[0][3].as<std::string>() == "4096");
+  BOOST_TEST(a[0][4].as<std::string>() == "ml");
+  BOOST_TEST(a[0][5].as<std::string>() == "dev");
+  BOOST_TEST(a[0][6].as<std::string>() == "");
+  BOOST_TEST(as_i64(a[0][7]) == 2 * gib);
+  BOOST_TEST(as_i64(a[0][8]) == 11);
+  BOOST_TEST(as_i64(a[0][9]) == (t0_ms + 30 * minute_ms) / 1000);
+  auto states = query("SELECT id, state, pause_mode FROM sandboxes ORDER BY id");
+  BOOST_REQUIRE(states.size() == 3u);
+  BOOST_TEST(states[1][1].as<std::string>() == "failed");
+  BOOST_TEST(states[2][1].as<std::string>() == "paused");
+  BOOST_TEST(states[2][2].as<std::string>() == "memory");
+
+  // Billing: sb-a computes 4 GiB × (2h10m + 30m); stores 1 GiB × 2h10m, then 2 GiB × 1h30m.
+  auto meters = query("SELECT sandbox_id, sum(compute_byte_ms), sum(storage_byte_ms), count(*)"
+                      " FROM billing_hourly GROUP BY sandbox_id ORDER BY sandbox_id");
+  BOOST_REQUIRE(meters.size() == 3u);
+  BOOST_TEST(as_i64(meters[0][1]) == 4 * gib * 160 * minute_ms);
+  BOOST_TEST(as_i64(meters[0][2]) == 1 * gib * 130 * minute_ms + 2 * gib * 90 * minute_ms);
+  BOOST_TEST(as_i64(meters[0][3]) == 5); // hours t0 … t0+4h are touched
+  BOOST_TEST(as_i64(meters[1][1]) == 1 * gib * 45 * minute_ms);
+  BOOST_TEST(as_i64(meters[2][1]) == 2 * gib * 10 * minute_ms);
+  BOOST_TEST(as_i64(meters[2][2]) == 0); // a 0-byte layer costs nothing
+  auto intervals = query("SELECT meter, start_seq, end_seq FROM billing_intervals"
+                         " WHERE sandbox_id = 'sb-a' ORDER BY meter, start_seq");
+  BOOST_REQUIRE(intervals.size() == 4u);
+  // compute: started(2) → pause_requested(5), resumed(9) → delete_requested(10)
+  BOOST_TEST(as_i64(intervals[0][1]) == 2);
+  BOOST_TEST(as_i64(intervals[0][2]) == 5);
+  BOOST_TEST(as_i64(intervals[1][1]) == 9);
+  BOOST_TEST(as_i64(intervals[1][2]) == 10);
+  // storage: sampled(3) → paused(6) → deleted(11)
+  BOOST_TEST(as_i64(intervals[2][1]) == 3);
+  BOOST_TEST(as_i64(intervals[3][2]) == 11);
+
+  pqxx::work tx(conn);
+  tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+  auto r = billing_report(tx, "acme", t0_ms, t0_ms + 24 * ms_per_hour);
+  BOOST_REQUIRE(r.value.has_value());
+  BOOST_REQUIRE(r.value->lines.size() == 2u);
+  const auto& line = r.value->lines[0];
+  BOOST_TEST(line.sandbox_id == "sb-a");
+  BOOST_TEST(line.compute_micro_usd == 160'000); // 4 GiB × 8/3 h × 15,000 µ$
+  BOOST_TEST(line.storage_micro_usd == 142);     // 310/60 GiB-h × 20,000/730 µ$ = 141.55
+  BOOST_TEST((line.event_ids == std::vector<std::string>{"sb-a:2", "sb-a:3", "sb-a:5", "sb-a:6",
+                                                         "sb-a:9", "sb-a:10", "sb-a:11"}));
+  BOOST_TEST(r.value->total_micro_usd == 160'000 + 142 + r.value->lines[1].compute_micro_usd +
+                                           r.value->lines[1].storage_micro_usd);
+  BOOST_TEST(r.value->lines[1].compute_micro_usd == 11'250); // 1 GiB × 0.75 h
+  BOOST_TEST(billing_report(tx, "acme", t0_ms + 1, t0_ms + ms_per_hour).failure.has_value());
+  tx.commit();
+
+  // Audit: one row per event, the rejection with its code and message.
+  BOOST_TEST(as_i64(query("SELECT count(*) FROM audit_log")[0][0]) == 11 + 3 + 4);
+  auto rej = query("SELECT action, outcome, detail, principal FROM audit_log"
+                   " WHERE event_id = 'sb-a:7'");
+  BOOST_REQUIRE(rej.size() == 1u);
+  BOOST_TEST(rej[0][0].as<std::string>() == "exec");
+  BOOST_TEST(rej[0][1].as<std::string>() == "conflict");
+  BOOST_TEST(rej[0][2].as<std::string>() == "sandbox sb-a is paused; resume it before exec");
+  pqxx::work v(conn);
+  v.exec("SET LOCAL search_path TO " + v.quote_name(schema));
+  BOOST_TEST(verify_audit_log(v).empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(events_delivered_twice_change_nothing, fixture) {
+  auto evs = test::mixed_stream(12, 3, t0_ns);
+  test::append_all(*log, evs);
+  project();
+  std::string before = snapshot();
+  BOOST_TEST(as_i64(query("SELECT count(*) FROM audit_log")[0][0]) ==
+             static_cast<std::int64_t>(evs.size()));
+
+  // The whole stream again, and one event twice within one append.
+  test::append_all(*log, evs);
+  test::append_all(*log, {evs[5], evs[5]});
+  projector p(*log, conninfo, options());
+  p.catch_up();
+  BOOST_TEST(p.status().applied == 0u);
+  BOOST_TEST(p.status().duplicates == evs.size() + 2);
+  BOOST_TEST(snapshot() == before);
+  for (const auto& l : p.lag())
+    BOOST_TEST(l.lag() == 0);
+}
+
+BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql, fixture) {
+  test::append_all(*log, test::mixed_stream(6, 1, t0_ns));
+  project();
+  // The longest chain, so that rows 2, 3, 4 and the last exist.
+  auto chain = query("SELECT tenant, partition, max(position) FROM audit_log"
+                     " GROUP BY 1, 2 ORDER BY 3 DESC LIMIT 1");
+  std::string tenant = chain[0][0].as<std::string>();
+  std::string part = chain[0][1].as<std::string>();
+  std::int64_t last = as_i64(chain[0][2]);
+  BOOST_REQUIRE(last > 5);
+  std::string where = " WHERE tenant = '" + tenant + "' AND partition = " + part;
+
+  auto findings_after = [&](const std::string& tamper) {
+    pqxx::work tx(conn); // rolled back: every case starts from the intact log
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_REQUIRE(verify_audit_log(tx).empty());
+    tx.exec(tamper);
+    return verify_audit_log(tx);
+  };
+  auto event_at = [&](int pos) {
+    return query("SELECT event_id FROM audit_log" + where +
+                 " AND position = " + std::to_string(pos))[0][0]
+      .as<std::string>();
+  };
+
+  auto edited =
+    findings_after("UPDATE audit_log SET detail = 'nothing to see'" + where + " AND position = 3");
+  BOOST_REQUIRE(edited.size() == 1u);
+  BOOST_TEST(edited[0].problem == "edited");
+  BOOST_TEST(edited[0].position == 3);
+  BOOST_TEST(edited[0].event_id == event_at(3));
+  BOOST_TEST(edited[0].message.find(event_at(3)) != std::string::npos, edited[0].message);
+
+  // An edit that also recomputes the row's own hash still breaks the next link.
+  auto rehashed =
+    findings_after("UPDATE audit_log SET outcome = 'accepted', hash = repeat('f', 64)" + where +
+                   " AND position = 3");
+  BOOST_TEST(!rehashed.empty());
+  BOOST_TEST(rehashed[0].position == 3);
+
+  auto deleted = findings_after("DELETE FROM audit_log" + where + " AND position = 4");
+  BOOST_REQUIRE(deleted.size() == 1u);
+  BOOST_TEST(deleted[0].problem == "missing");
+  BOOST_TEST(deleted[0].position == 4);
+
+  auto swapped = findings_after("UPDATE audit_log SET position = -1" + where +
+                                " AND position = 2; UPDATE audit_log SET position = 2" + where +
+                                " AND position = 3; UPDATE audit_log SET position = 3" + where +
+                                " AND position = -1");
+  BOOST_REQUIRE(!swapped.empty());
+  BOOST_TEST(swapped[0].position == 2);
+  BOOST_TEST(swapped[0].event_id == event_at(3)); // the row now at 2 is the old row 3
+
+  auto truncated =
+    findings_after("DELETE FROM audit_log" + where + " AND position = " + std::to_string(last));
+  BOOST_REQUIRE(truncated.size() == 1u);
+  BOOST_TEST(truncated[0].problem == "truncated");
+  BOOST_TEST(truncated[0].position == last);
+}
+
+BOOST_FIXTURE_TEST_CASE(rebuild_from_offset_zero_matches_live_and_reports_differences, fixture) {
+  test::append_all(*log, test::mixed_stream(20, 4, t0_ns));
+  project();
+  auto report = rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild");
+  BOOST_TEST(report.differences.empty());
+  BOOST_TEST(report.rows_compared > 100u);
+
+  query("UPDATE billing_hourly SET compute_byte_ms = compute_byte_ms + 1"
+        " WHERE (sandbox_id, hour_ms) IN (SELECT sandbox_id, min(hour_ms) FROM billing_hourly"
+        " WHERE sandbox_id = 'sb-4' GROUP BY 1)");
+  query("DELETE FROM sandboxes WHERE id = 'sb-7'");
+  auto after = compare_schemas(conninfo, schema, schema + "_rebuild");
+  BOOST_REQUIRE(after.differences.size() == 3u);
+  std::multiset<std::string> seen;
+  for (const auto& d : after.differences)
+    seen.insert(d.table + "/" + d.side);
+  BOOST_TEST((seen == std::multiset<std::string>{"billing_hourly/live", "billing_hourly/rebuild",
+                                                 "sandboxes/rebuild"}));
+}
+
+BOOST_FIXTURE_TEST_CASE(projector_reports_lag_per_partition, fixture) {
+  auto evs = test::mixed_stream(8, 2, t0_ns);
+  test::append_all(*log, evs);
+  projector p(*log, conninfo, options());
+  std::int64_t total = 0;
+  for (const auto& l : p.lag())
+    total += l.lag();
+  BOOST_TEST(total == static_cast<std::int64_t>(evs.size()));
+  p.step();
+  std::int64_t after_one = 0;
+  for (const auto& l : p.lag())
+    after_one += l.lag();
+  BOOST_TEST(after_one < total);
+  BOOST_TEST(after_one > 0);
+  p.catch_up();
+  for (const auto& l : p.lag())
+    BOOST_TEST(l.lag() == 0);
+}

@@ -1,0 +1,109 @@
+// The pure row logic: what events do to a `sandboxes` row and to the billing meters.
+#define BOOST_TEST_MODULE sandbox_row
+#include <boost/test/unit_test.hpp>
+
+#include "projections/billing_meter.hpp"
+#include "projections/sandbox_row.hpp"
+#include "tests/projections/lifecycle_stream.hpp"
+
+using namespace std::chrono_literals;
+using namespace sandboxd;
+using namespace sandboxd::projections;
+using sandboxd::test::sandbox_events;
+
+namespace {
+
+std::optional<sandbox_row> fold_all(const std::vector<events::event>& evs, std::size_t from,
+                                    std::size_t to, std::optional<sandbox_row> row = {}) {
+  sandbox_patch p;
+  p.id = evs.front().sandbox_id;
+  for (std::size_t i = from; i < to; ++i)
+    fold(p, evs[i]);
+  return apply_patch(std::move(row), p);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(row_follows_the_lifecycle_in_any_batch_split) {
+  sandbox_events s("sb-1", "acme", 1'000'000'000);
+  s.created(2048, {{"team", "ml"}}).started().sampled(100).pause(events::pause_mode::memory, 300);
+  auto evs = s.events();
+  auto whole = fold_all(evs, 0, evs.size());
+  BOOST_REQUIRE(whole.has_value());
+  BOOST_TEST(whole->state == "paused");
+  BOOST_TEST(whole->pause_mode == "memory");
+  BOOST_TEST(whole->writable_layer_bytes == 300u);
+  BOOST_TEST(whole->last_seq == 5u);
+  BOOST_TEST(whole->limits.memory_mib == 2048u);
+  for (std::size_t split = 1; split < evs.size(); ++split) {
+    auto first = fold_all(evs, 0, split);
+    auto second = fold_all(evs, split, evs.size(), first);
+    BOOST_TEST((second == whole), "split at " << split);
+  }
+  s.resume();
+  auto resumed = fold_all(s.events(), evs.size(), s.events().size(), whole);
+  BOOST_TEST(resumed->state == "running");
+  BOOST_TEST(resumed->pause_mode == "");
+  BOOST_TEST(resumed->writable_layer_bytes == 300u);
+}
+
+BOOST_AUTO_TEST_CASE(events_without_created_make_no_row) {
+  sandbox_events s("sb-2", "acme", 0);
+  s.created(512).started();
+  auto evs = s.events();
+  BOOST_TEST(!fold_all(evs, 1, 2).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(rejection_only_moves_sequence_and_time) {
+  sandbox_events s("sb-3", "acme", 0);
+  s.created(512).started().after(1s).rejected(events::command_kind::pause_sandbox,
+                                              events::errc::conflict, "no");
+  auto row = fold_all(s.events(), 0, 3);
+  BOOST_TEST(row->state == "running");
+  BOOST_TEST(row->last_seq == 3u);
+  BOOST_TEST(row->updated_at_ns == 1'000'000'000);
+}
+
+BOOST_AUTO_TEST_CASE(labels_and_limits_are_json_objects) {
+  BOOST_TEST(labels_json({{"a", "x\"y"}, {"b", "2"}}) == R"({"a":"x\"y","b":"2"})");
+  events::sandbox_limits l{1, 2, 3, 4};
+  BOOST_TEST(limits_json(l) == R"({"cpu_millicores":2,"disk_mib":4,"memory_mib":1,"pids":3})");
+}
+
+BOOST_AUTO_TEST_CASE(compute_runs_from_start_or_resume_until_pause_delete_or_failure) {
+  sandbox_events s("sb-4", "acme", 0);
+  s.created(1024).after(1s).started().after(1h).pause(events::pause_mode::filesystem, 0);
+  s.after(2h).resume().after(30min).fail("boom").after(1h).remove();
+  std::optional<meter_state> m;
+  std::vector<closed_interval> closed;
+  for (const auto& e : s.events())
+    meter_event(m, e, closed);
+  std::vector<closed_interval> compute;
+  for (const auto& c : closed)
+    if (c.kind == meter::compute)
+      compute.push_back(c);
+  BOOST_REQUIRE(compute.size() == 2u);
+  BOOST_TEST(compute[0].end_ms - compute[0].start_ms == 3'600'000);
+  BOOST_TEST(compute[0].bytes == std::int64_t{1} << 30);
+  BOOST_TEST(compute[1].end_ms - compute[1].start_ms == 1'800'000);
+  BOOST_TEST(m->deleted);
+  BOOST_TEST(!m->compute.has_value());
+}
+
+BOOST_AUTO_TEST_CASE(storage_runs_between_samples_until_deleted) {
+  sandbox_events s("sb-5", "acme", 0);
+  s.created(1024).started().sampled(10).after(1h).sampled(20).after(1h).remove();
+  s.after(1h).sampled(40); // after deletion: nothing
+  std::optional<meter_state> m;
+  std::vector<closed_interval> closed;
+  for (const auto& e : s.events())
+    meter_event(m, e, closed);
+  std::vector<std::int64_t> storage_bytes;
+  for (const auto& c : closed)
+    if (c.kind == meter::storage) {
+      storage_bytes.push_back(c.bytes);
+      BOOST_TEST(c.end_ms - c.start_ms == 3'600'000);
+    }
+  BOOST_TEST((storage_bytes == std::vector<std::int64_t>{10, 20}));
+  BOOST_TEST(!m->storage.has_value());
+}
