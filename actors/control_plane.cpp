@@ -1,0 +1,166 @@
+#include "actors/control_plane.hpp"
+
+#include "actors/actor_context.hpp"
+#include "actors/state_snapshot.hpp"
+
+#include <condition_variable>
+#include <future>
+#include <iostream>
+#include <stdexcept>
+#include <thread>
+
+namespace sandboxd::actors {
+
+struct control_plane::impl {
+  control_plane_options options;
+  std::string snapshot_dir;
+  recovery_report report;
+  std::unique_ptr<journal> journal_;
+  std::unique_ptr<blocking_pool> pool;
+  std::unique_ptr<timer_queue> timers;
+  actor_context ctx;
+  caf::actor_system_config config;
+  std::unique_ptr<caf::actor_system> system;
+  caf::actor directory;
+
+  std::mutex snapshot_mu; // one snapshot at a time
+  std::mutex stop_mu;
+  std::condition_variable stop_cv;
+  bool stopping = false;
+  std::thread snapshotter;
+
+  void run_snapshotter();
+};
+
+void control_plane::impl::run_snapshotter() {
+  std::uint64_t last = 0;
+  std::unique_lock l(stop_mu);
+  while (!stopping) {
+    stop_cv.wait_for(l, std::chrono::milliseconds(500));
+    if (stopping)
+      return;
+    const auto appended = journal_->records_appended();
+    if (appended - last < options.snapshot_every_records)
+      continue;
+    last = appended;
+    l.unlock();
+    try {
+      std::lock_guard g(snapshot_mu);
+      take_snapshots(*options.log, snapshot_dir);
+    } catch (const std::exception& e) {
+      std::cerr << "sandboxd: background snapshot failed: " << e.what()
+                << " (recovery replays more of the log until one succeeds)\n";
+    }
+    l.lock();
+  }
+}
+
+control_plane::control_plane(control_plane_options options) : impl_(std::make_unique<impl>()) {
+  auto& m = *impl_;
+  m.options = std::move(options);
+  if (!m.options.log || !m.options.driver || m.options.data_dir.empty())
+    throw std::invalid_argument("control_plane needs a log, a driver and a data directory");
+  if (!m.options.clock)
+    m.options.clock = [] {
+      return std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+    };
+  m.snapshot_dir = m.options.data_dir + "/snapshots";
+  auto recovered = recover(*m.options.log, *m.options.driver, m.snapshot_dir, m.options.clock());
+  m.report = std::move(recovered.report);
+
+  m.journal_ = std::make_unique<journal>(*m.options.log);
+  m.pool = std::make_unique<blocking_pool>(m.options.runtime_threads);
+  if (m.options.scheduler_threads > 0)
+    m.config.set("scheduler.max-threads", m.options.scheduler_threads);
+  m.system = std::make_unique<caf::actor_system>(m.config);
+
+  m.ctx.log = m.options.log;
+  m.ctx.driver = m.options.driver;
+  m.ctx.journal_ = m.journal_.get();
+  m.ctx.pool = m.pool.get();
+  m.ctx.clock = m.options.clock;
+  m.ctx.passivate_after = m.options.passivate_after;
+  m.ctx.sample_interval = m.options.storage_sample_interval;
+  auto* mp = &m;
+  m.timers = std::make_unique<timer_queue>(
+    m.options.clock,
+    [mp](const std::string& id, timer_kind kind, events::time_point deadline) {
+      caf::anon_send(mp->directory, timer_atom::value, id, static_cast<std::uint8_t>(kind),
+                     static_cast<std::int64_t>(deadline.time_since_epoch().count()));
+    },
+    m.options.timer_poll);
+  m.ctx.timers = m.timers.get();
+  auto seed = std::make_shared<directory_seed>();
+  seed->sandboxes = std::move(recovered.sandboxes);
+  m.directory = spawn_sandbox_directory(*m.system, &m.ctx, seed);
+  if (m.options.snapshot_every_records > 0)
+    m.snapshotter = std::thread([mp] { mp->run_snapshotter(); });
+}
+
+control_plane::~control_plane() {
+  auto& m = *impl_;
+  {
+    std::lock_guard l(m.stop_mu);
+    m.stopping = true;
+  }
+  m.stop_cv.notify_all();
+  if (m.snapshotter.joinable())
+    m.snapshotter.join();
+  m.timers.reset();
+  caf::anon_send(m.directory, stop_atom::value);
+  m.directory = caf::actor{};
+  m.pool.reset();
+  m.journal_->wait_idle();
+  m.system->await_all_actors_done();
+  m.journal_.reset();
+  m.system.reset();
+}
+
+void control_plane::submit(std::string sandbox_id, command c, reply_when when, reply_fn done) {
+  auto r = std::make_shared<request>();
+  r->sandbox_id = std::move(sandbox_id);
+  r->cmd = std::move(c);
+  r->when = when;
+  r->done = std::move(done);
+  caf::anon_send(impl_->directory, cmd_atom::value, request_ptr{std::move(r)});
+}
+
+command_reply control_plane::call(std::string sandbox_id, command c, reply_when when) {
+  auto p = std::make_shared<std::promise<command_reply>>();
+  auto f = p->get_future();
+  submit(std::move(sandbox_id), std::move(c), when,
+         [p](command_reply r) { p->set_value(std::move(r)); });
+  return f.get();
+}
+
+command_reply control_plane::get(std::string sandbox_id, std::string tenant) {
+  auto p = std::make_shared<std::promise<command_reply>>();
+  auto f = p->get_future();
+  auto r = std::make_shared<request>();
+  r->sandbox_id = std::move(sandbox_id);
+  r->cmd.tenant = std::move(tenant);
+  r->query = true;
+  r->done = [p](command_reply c) { p->set_value(std::move(c)); };
+  caf::anon_send(impl_->directory, cmd_atom::value, request_ptr{std::move(r)});
+  return f.get();
+}
+
+const recovery_report& control_plane::recovery() const {
+  return impl_->report;
+}
+
+directory_stats control_plane::stats() {
+  auto p = std::make_shared<std::promise<directory_stats>>();
+  auto f = p->get_future();
+  auto fn = std::make_shared<std::function<void(directory_stats)>>(
+    [p](directory_stats s) { p->set_value(s); });
+  caf::anon_send(impl_->directory, stats_atom::value, stats_ptr{std::move(fn)});
+  return f.get();
+}
+
+std::uint64_t control_plane::snapshot_now() {
+  std::lock_guard g(impl_->snapshot_mu);
+  return take_snapshots(*impl_->options.log, impl_->snapshot_dir);
+}
+
+} // namespace sandboxd::actors

@@ -1,0 +1,103 @@
+#include "actors/recovery.hpp"
+
+#include "actors/runtime_steps.hpp"
+#include "actors/state_snapshot.hpp"
+
+#include <chrono>
+#include <stdexcept>
+#include <unordered_set>
+
+namespace sandboxd::actors {
+namespace {
+
+bool is_live(sandbox_status s) {
+  return s != sandbox_status::absent && s != sandbox_status::deleted;
+}
+
+// Carries out the interrupted steps of one partition and appends their outcome.
+void reconcile(events::event_log& log, runtime::driver& driver, partition_view& view,
+               events::time_point now, recovery_report& report) {
+  std::vector<events::event> emitted;
+  for (auto& [id, r] : view.sandboxes) {
+    auto step = step_in_flight(r.state);
+    if (!step)
+      continue;
+    auto result = run_step(driver, r.state, *step);
+    const bool ok = !std::holds_alternative<cmd::runtime_failed>(result);
+    auto d = decide(r.state, system_command(r.state, std::move(result)), now);
+    if (!d.ok())
+      throw std::logic_error("recovery: the state machine rejected the outcome of step " +
+                             events::to_string(*step) + " of sandbox " + id + ": " +
+                             d.failure().message);
+    for (const auto& e : d.emitted())
+      emitted.push_back(e);
+    (ok ? report.finished : report.failed).push_back(id);
+  }
+  if (emitted.empty())
+    return;
+  std::vector<events::log_record> batch;
+  batch.reserve(emitted.size());
+  for (const auto& e : emitted)
+    batch.push_back({e.sandbox_id, events::encode(e)});
+  auto result = log.append(std::move(batch)).get();
+  if (!result.ok())
+    throw std::runtime_error("recovery cannot append the outcome of interrupted steps to " +
+                             log.describe() + ": " + result.failure->message);
+  for (std::size_t i = 0; i < emitted.size(); ++i)
+    apply_event(view, emitted[i], result.positions[i].offset);
+  view.next_offset = std::max(view.next_offset, result.positions.back().offset + 1);
+}
+
+} // namespace
+
+std::string idempotency_key(const std::string& tenant, const std::string& client_request_id) {
+  std::string k = tenant;
+  k.push_back('\0');
+  k += client_request_id;
+  return k;
+}
+
+recovery_outcome recover(events::event_log& log, runtime::driver& driver,
+                         const std::string& snapshot_dir, events::time_point now) {
+  const auto started = std::chrono::steady_clock::now();
+  recovery_outcome out;
+  std::unordered_set<std::string> owned;
+  for (std::int32_t p = 0; p < log.partitions(); ++p) {
+    auto view = recover_partition(log, snapshot_dir, p);
+    out.report.from_snapshot += view.from_snapshot;
+    out.report.events_replayed += view.events_replayed;
+    reconcile(log, driver, view, now, out.report);
+    out.sandboxes.reserve(out.sandboxes.size() + view.sandboxes.size());
+    for (auto& [id, r] : view.sandboxes) {
+      recovered_entry e;
+      e.sandbox_id = id;
+      e.status = r.state.status;
+      e.offsets = std::move(r.offsets);
+      e.due = next_deadlines(r.state);
+      if (!r.state.spec.client_request_id.empty())
+        e.idempotency_key = idempotency_key(r.state.tenant, r.state.spec.client_request_id);
+      if (is_live(e.status))
+        owned.insert(id);
+      out.sandboxes.push_back(std::move(e));
+    }
+  }
+  auto listed = driver.list();
+  if (!listed)
+    throw std::runtime_error("recovery cannot list the runtime's sandboxes: " +
+                             listed.err().message);
+  for (const auto& info : listed.value()) {
+    if (owned.count(info.id))
+      continue;
+    auto removed = driver.remove(info.id);
+    if (!removed && removed.code() != runtime::errc::not_found)
+      throw std::runtime_error("recovery cannot remove orphaned runtime sandbox " + info.id + ": " +
+                               removed.err().message);
+    out.report.orphans_removed.push_back(info.id);
+  }
+  out.report.sandboxes = out.sandboxes.size();
+  out.report.seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  return out;
+}
+
+} // namespace sandboxd::actors

@@ -1,0 +1,54 @@
+// recovery.hpp — start-up: rebuild every sandbox from snapshots and the log, then
+// reconcile what was in flight with what the runtime really has.
+//
+// Guarantees when recover() returns:
+// - Every sandbox of the log is known, with the offsets of its events (what reactivation
+//   reads) and its timers' deadlines, derived from its state.
+// - No sandbox is in a transitional state (creating, pausing, resuming, deleting): the
+//   step that a crash interrupted was carried out again (run_step is idempotent) and its
+//   outcome — finished or failed — was appended to the log as events.
+// - Every runtime sandbox that no live sandbox owns (unknown to the log, or deleted) was
+//   removed and is named in the report.
+// Blocking: call it before the actor system takes commands, never on a CAF thread.
+#pragma once
+
+#include "actors/sandbox_machine.hpp"
+#include "events/event_log.hpp"
+#include "runtime/driver.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sandboxd::actors {
+
+struct recovered_entry {
+  std::string sandbox_id;
+  sandbox_status status = sandbox_status::absent;
+  std::vector<std::int64_t> offsets;
+  deadlines due;
+  std::string idempotency_key; // empty without a client request id
+};
+
+struct recovery_report {
+  std::uint64_t sandboxes = 0;
+  std::uint64_t from_snapshot = 0;   // sandboxes whose state came from a snapshot
+  std::uint64_t events_replayed = 0; // log records read after the snapshots
+  std::vector<std::string> finished; // transitional sandboxes whose step was completed
+  std::vector<std::string> failed;   // transitional sandboxes whose step failed
+  std::vector<std::string> orphans_removed;
+  double seconds = 0;
+};
+
+struct recovery_outcome {
+  std::vector<recovered_entry> sandboxes;
+  recovery_report report;
+};
+
+recovery_outcome recover(events::event_log& log, runtime::driver& driver,
+                         const std::string& snapshot_dir, events::time_point now);
+
+// The key of the idempotent-create index: a client request id is unique per tenant.
+std::string idempotency_key(const std::string& tenant, const std::string& client_request_id);
+
+} // namespace sandboxd::actors

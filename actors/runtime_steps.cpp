@@ -1,0 +1,87 @@
+#include "actors/runtime_steps.hpp"
+
+namespace sandboxd::actors {
+namespace {
+
+cmd::runtime_failed failed_with(const char* what, const runtime::error& e) {
+  return cmd::runtime_failed{std::string(what) + " failed (" + runtime::to_string(e.code) +
+                             "): " + e.message};
+}
+
+bool is_paused(runtime::sandbox_status s) {
+  return s == runtime::sandbox_status::paused_filesystem ||
+         s == runtime::sandbox_status::paused_memory;
+}
+
+} // namespace
+
+runtime::create_request create_request_of(const sandbox_state& s) {
+  runtime::create_request r;
+  r.id = s.sandbox_id;
+  r.template_name = s.spec.template_name;
+  if (s.spec.limits.memory_mib)
+    r.limits.memory_bytes = std::uint64_t{s.spec.limits.memory_mib} << 20;
+  if (s.spec.limits.cpu_millicores)
+    r.limits.cpu_millis = s.spec.limits.cpu_millicores;
+  if (s.spec.limits.pids)
+    r.limits.pids = s.spec.limits.pids;
+  return r;
+}
+
+command system_command(const sandbox_state& s, command_body body) {
+  command c;
+  c.tenant = s.tenant;
+  c.principal = "system";
+  c.body = std::move(body);
+  return c;
+}
+
+command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step) {
+  const std::string& id = s.sandbox_id;
+  switch (step) {
+  case events::runtime_step::creating: {
+    auto c = d.create(create_request_of(s));
+    if (!c && c.code() != runtime::errc::conflict)
+      return failed_with("create", c.err());
+    auto st = d.start(id);
+    if (!st) {
+      auto i = d.inspect(id);
+      if (!i || i->status != runtime::sandbox_status::running)
+        return failed_with("start", st.err());
+    }
+    return cmd::runtime_started{};
+  }
+  case events::runtime_step::pausing: {
+    const auto mode = s.pause_mode == events::pause_mode::memory ? runtime::pause_mode::memory
+                                                                 : runtime::pause_mode::filesystem;
+    auto p = d.pause(id, mode);
+    if (!p) {
+      auto i = d.inspect(id);
+      if (!i || !is_paused(i->status))
+        return failed_with("pause", p.err());
+    }
+    auto u = d.usage(id);
+    return cmd::runtime_paused{u ? u->writable_bytes : s.writable_layer_bytes};
+  }
+  case events::runtime_step::resuming: {
+    auto r = d.resume(id);
+    if (!r) {
+      auto i = d.inspect(id);
+      if (!i || i->status != runtime::sandbox_status::running)
+        return failed_with("resume", r.err());
+    }
+    return cmd::runtime_resumed{};
+  }
+  case events::runtime_step::deleting: {
+    auto r = d.remove(id);
+    if (!r && r.code() != runtime::errc::not_found)
+      return failed_with("remove", r.err());
+    return cmd::runtime_deleted{};
+  }
+  case events::runtime_step::running:
+    break;
+  }
+  return cmd::runtime_failed{"no runtime step is defined for " + events::to_string(step)};
+}
+
+} // namespace sandboxd::actors

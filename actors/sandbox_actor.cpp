@@ -1,0 +1,460 @@
+// sandbox_actor — one actor per sandbox: decide with the pure state machine, persist through
+// the journal, then reply and act on the runtime. See control_plane.hpp for the guarantees
+// and docs/actors.md for the protocol.
+//
+// Invariants of the actor's state:
+// - `s` is the fold of the sandbox's durable events; `pending_` is `s` plus the events of
+//   the one append in flight (persisting_), applied only when that append succeeds.
+// - At most one lifecycle runtime call is in flight (call_in_flight_), and it is issued at
+//   most once per entry into a transitional status (issued_for_ == entered_).
+// - A runtime result whose step is no longer the state's step in flight is stale: dropped.
+// - Rejected system commands (early or stale timers, stale results) are dropped without an
+//   event; rejected user commands are recorded as command_rejected (for the audit log) when
+//   the sandbox exists.
+#include "actors/actor_context.hpp"
+#include "actors/runtime_steps.hpp"
+
+#include <array>
+#include <deque>
+#include <iostream>
+
+namespace sandboxd::actors {
+namespace {
+
+using std::chrono::duration_cast;
+
+struct sandbox_actor_state {
+  actor_context* ctx = nullptr;
+  caf::actor directory;
+  std::string id;
+  std::int32_t partition = 0;
+  sandbox_state s;
+  sandbox_state pending;
+  std::vector<std::int64_t> offsets;
+  std::optional<events::error> broken; // the history could not be read back
+
+  std::deque<std::shared_ptr<request>> queue;
+  bool persisting = false;
+  struct reply_to {
+    std::shared_ptr<request> req;
+    std::optional<events::error> failure;
+    sandbox_state after; // the state right after this command's own events
+  };
+  std::vector<reply_to> batch_replies;
+  std::vector<events::event> batch_events;
+  std::vector<std::shared_ptr<request>> settling;
+
+  std::optional<events::runtime_step> call_in_flight;
+  std::uint64_t entered = 0;    // sequence of the event that entered the current status
+  std::uint64_t issued_for = 0; // `entered` when the current step's call was issued
+  std::uint64_t execs_running = 0;
+  bool sampling = false;
+  std::array<std::optional<events::time_point>, k_timer_kinds> armed;
+  events::time_point sample_due{};
+  std::uint64_t received = 0;
+  std::uint64_t idle_epoch = 0;
+
+  static inline const char* name = "sandbox_actor";
+};
+
+using actor_t = caf::stateful_actor<sandbox_actor_state>;
+
+bool is_system(const command& c) {
+  return c.principal == "system";
+}
+
+void reply(const sandbox_state& s, const std::shared_ptr<request>& req,
+           std::optional<events::error> failure) {
+  if (!req->done)
+    return;
+  command_reply r;
+  r.failure = std::move(failure);
+  if (!r.failure)
+    r.state = s;
+  req->done(std::move(r));
+}
+
+void reply(sandbox_actor_state& st, const std::shared_ptr<request>& req,
+           std::optional<events::error> failure) {
+  reply(st.s, req, std::move(failure));
+}
+
+std::shared_ptr<request> system_request(const sandbox_state& s, command_body body) {
+  auto r = std::make_shared<request>();
+  r->sandbox_id = s.sandbox_id;
+  r->cmd = system_command(s, std::move(body));
+  return r;
+}
+
+bool passivatable(const sandbox_actor_state& st) {
+  const auto status = st.s.status;
+  const bool idle_status = status == sandbox_status::paused || status == sandbox_status::deleted ||
+                           status == sandbox_status::absent || status == sandbox_status::failed;
+  return idle_status && st.queue.empty() && !st.persisting && !st.call_in_flight &&
+         st.execs_running == 0 && !st.sampling && st.settling.empty() && !st.broken;
+}
+
+void arm_timers(actor_t* self) {
+  auto& st = self->state;
+  const auto d = next_deadlines(st.s);
+  std::array<std::optional<events::time_point>, k_timer_kinds> want{d.idle, d.lifetime, d.retention,
+                                                                    std::nullopt};
+  if (st.ctx->sample_interval.count() > 0 &&
+      (st.s.status == sandbox_status::running || st.s.status == sandbox_status::paused))
+    want[static_cast<std::size_t>(timer_kind::sample)] = st.sample_due;
+  for (std::size_t k = 0; k < k_timer_kinds; ++k)
+    if (want[k] && want[k] != st.armed[k]) {
+      st.ctx->timers->schedule(*want[k], st.id, static_cast<timer_kind>(k));
+      st.armed[k] = want[k];
+    }
+}
+
+void start_step(actor_t* self) {
+  auto& st = self->state;
+  auto step = step_in_flight(st.s);
+  if (!step || st.call_in_flight || st.issued_for == st.entered)
+    return;
+  st.issued_for = st.entered;
+  st.call_in_flight = step;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.ctx->pool->post([ctx = st.ctx, me, snapshot = st.s, step = *step] {
+    auto body = run_step(*ctx->driver, snapshot, step);
+    caf::anon_send(me, result_atom::value,
+                   result_ptr{std::make_shared<runtime_result>(runtime_result{step, body})});
+  });
+}
+
+void start_exec(actor_t* self, const events::exec_started& e) {
+  auto& st = self->state;
+  ++st.execs_running;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.ctx->pool->post([ctx = st.ctx, me, id = st.id, e] {
+    runtime::exec_request r;
+    r.argv = e.argv;
+    if (!e.working_directory.empty())
+      r.cwd = e.working_directory;
+    if (e.timeout.count() > 0)
+      r.timeout = duration_cast<std::chrono::milliseconds>(e.timeout);
+    const auto began = std::chrono::steady_clock::now();
+    auto res = ctx->driver->exec(id, r);
+    cmd::exec_finished f;
+    f.exec_id = e.exec_id;
+    f.duration = std::chrono::steady_clock::now() - began;
+    if (res) {
+      f.exit_code = res->exit_code;
+      f.signal = res->signal;
+      f.timed_out = res->timed_out;
+      f.stdout_bytes = res->stdout_data.size();
+      f.stderr_bytes = res->stderr_data.size();
+    } else {
+      f.exit_code = -1;
+    }
+    caf::anon_send(me, result_atom::value,
+                   result_ptr{std::make_shared<runtime_result>(runtime_result{std::nullopt, f})});
+  });
+}
+
+void start_sample(actor_t* self) {
+  auto& st = self->state;
+  if (st.sampling)
+    return;
+  st.sampling = true;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.ctx->pool->post([ctx = st.ctx, me, id = st.id] {
+    auto u = ctx->driver->usage(id);
+    command_body body = cmd::storage_sampled{u ? u->writable_bytes : 0};
+    if (!u)
+      body = cmd::runtime_failed{}; // marker: the sample could not be taken; dropped below
+    caf::anon_send(
+      me, result_atom::value,
+      result_ptr{std::make_shared<runtime_result>(runtime_result{std::nullopt, std::move(body)})});
+  });
+}
+
+void after_change(actor_t* self) {
+  auto& st = self->state;
+  if (!step_in_flight(st.s) && !st.settling.empty()) {
+    auto waiting = std::move(st.settling);
+    st.settling.clear();
+    for (auto& r : waiting)
+      reply(st, r, std::nullopt);
+  }
+  start_step(self);
+  arm_timers(self);
+  if (passivatable(st))
+    self->delayed_send(self, st.ctx->passivate_after, idle_atom::value, ++st.idle_epoch);
+}
+
+void pump(actor_t* self);
+
+void on_appended(actor_t* self, events::append_result& result) {
+  auto& st = self->state;
+  st.persisting = false;
+  auto replies = std::move(st.batch_replies);
+  auto evs = std::move(st.batch_events);
+  st.batch_replies.clear();
+  st.batch_events.clear();
+  if (!result.ok()) {
+    const events::error err{events::errc::unavailable,
+                            "the events of sandbox " + st.id + " could not be made durable (" +
+                              result.failure->message +
+                              "); nothing was changed, retry when the log is back"};
+    for (auto& r : replies)
+      reply(st, r.req, err);
+    auto waiting = std::move(st.settling);
+    st.settling.clear();
+    for (auto& r : waiting)
+      reply(st, r, err);
+    st.pending = st.s;
+    pump(self);
+    return;
+  }
+  const auto before = st.s.status;
+  st.s = std::move(st.pending);
+  st.pending = st.s;
+  if (st.s.status != before)
+    st.entered = st.s.sequence;
+  for (const auto& p : result.positions)
+    st.offsets.push_back(p.offset);
+  for (const auto& e : evs) {
+    if (auto* x = std::get_if<events::exec_started>(&e.body))
+      start_exec(self, *x);
+    if (std::holds_alternative<events::storage_sampled>(e.body))
+      st.sample_due = e.occurred_at + st.ctx->sample_interval;
+  }
+  for (auto& r : replies) {
+    if (!r.failure && r.req->when == reply_when::settled && step_in_flight(st.s))
+      st.settling.push_back(r.req);
+    else
+      reply(r.after, r.req, r.failure);
+  }
+  pump(self);
+}
+
+void pump(actor_t* self) {
+  auto& st = self->state;
+  if (st.persisting) {
+    return;
+  }
+  if (st.broken) {
+    while (!st.queue.empty()) {
+      reply(st, st.queue.front(), st.broken);
+      st.queue.pop_front();
+    }
+    return;
+  }
+  const auto now = st.ctx->clock();
+  std::vector<events::event> evs;
+  constexpr std::size_t k_max_batch = 64;
+  while (!st.queue.empty() && evs.size() < k_max_batch) {
+    auto req = std::move(st.queue.front());
+    st.queue.pop_front();
+    const auto& c = req->cmd;
+    if (!is_system(c) && st.pending.status != sandbox_status::absent &&
+        c.tenant != st.pending.tenant) {
+      reply(st, req,
+            events::make_error(events::errc::not_found,
+                               "sandbox " + st.id + " does not exist; check the sandbox id"));
+      continue;
+    }
+    auto d = decide(st.pending, c, now);
+    if (!d.ok()) {
+      if (is_system(c))
+        continue;
+      if (auto rej = rejection_event(st.pending, c, d.failure(), now)) {
+        st.pending = evolve(std::move(st.pending), *rej);
+        evs.push_back(std::move(*rej));
+        st.batch_replies.push_back({std::move(req), d.failure(), {}});
+      } else {
+        reply(st, req, d.failure());
+      }
+      continue;
+    }
+    for (const auto& e : d.emitted()) {
+      st.pending = evolve(std::move(st.pending), e);
+      evs.push_back(e);
+    }
+    st.batch_replies.push_back({std::move(req), std::nullopt, st.pending});
+  }
+  if (evs.empty()) {
+    // Accepted without events (a retried create): nothing to persist.
+    auto replies = std::move(st.batch_replies);
+    st.batch_replies.clear();
+    for (auto& r : replies) {
+      if (!r.failure && r.req->when == reply_when::settled && step_in_flight(st.s))
+        st.settling.push_back(r.req);
+      else
+        reply(st, r.req, r.failure);
+    }
+    return;
+  }
+  std::vector<events::log_record> records;
+  records.reserve(evs.size());
+  for (const auto& e : evs)
+    records.push_back({st.id, events::encode(e)});
+  st.batch_events = std::move(evs);
+  st.persisting = true;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.ctx->journal_->append(std::move(records), [me](events::append_result r) {
+    caf::anon_send(me, appended_atom::value,
+                   append_ptr{std::make_shared<events::append_result>(std::move(r))});
+  });
+}
+
+void on_result(actor_t* self, runtime_result& r) {
+  auto& st = self->state;
+  if (r.step) {
+    st.call_in_flight.reset();
+    if (step_in_flight(st.s) != r.step) {
+      return; // stale: the sandbox moved on (e.g. a delete overtook a pause)
+    }
+    if (auto* p = std::get_if<cmd::runtime_paused>(&r.body))
+      st.queue.push_front(system_request(st.s, cmd::storage_sampled{p->writable_layer_bytes}));
+    st.queue.push_front(system_request(st.s, std::move(r.body)));
+  } else if (std::holds_alternative<cmd::exec_finished>(r.body)) {
+    --st.execs_running;
+    st.queue.push_front(system_request(st.s, std::move(r.body)));
+  } else {
+    st.sampling = false;
+    st.sample_due = st.ctx->clock() + st.ctx->sample_interval;
+    if (std::holds_alternative<cmd::storage_sampled>(r.body))
+      st.queue.push_front(system_request(st.s, std::move(r.body)));
+  }
+  pump(self);
+}
+
+void on_timer(actor_t* self, timer_kind kind, events::time_point deadline) {
+  auto& st = self->state;
+  auto& armed = st.armed[static_cast<std::size_t>(kind)];
+  if (armed != deadline)
+    return; // stale: a later deadline replaced it
+  armed.reset();
+  switch (kind) {
+  case timer_kind::sample:
+    st.sample_due = st.ctx->clock() + st.ctx->sample_interval;
+    if (st.s.status == sandbox_status::running || st.s.status == sandbox_status::paused)
+      start_sample(self);
+    break;
+  case timer_kind::idle:
+    st.queue.push_back(system_request(st.s, cmd::idle_timer{}));
+    break;
+  case timer_kind::lifetime:
+    st.queue.push_back(system_request(st.s, cmd::lifetime_timer{}));
+    break;
+  case timer_kind::retention:
+    st.queue.push_back(system_request(st.s, cmd::retention_timer{}));
+    break;
+  }
+  pump(self);
+}
+
+// Rebuilds the state from the events at `offsets` (contiguous runs are read together).
+void load_history(sandbox_actor_state& st) {
+  auto& log = *st.ctx->log;
+  std::size_t i = 0;
+  while (i < st.offsets.size()) {
+    std::size_t j = i + 1;
+    while (j < st.offsets.size() && st.offsets[j] == st.offsets[j - 1] + 1)
+      ++j;
+    auto rr = log.read(st.partition, st.offsets[i], j - i);
+    if (!rr.ok() || rr.records.size() != j - i)
+      throw std::runtime_error(
+        "cannot read the history of sandbox " + st.id + " from " + log.describe() +
+        (rr.ok() ? std::string(": records missing") : ": " + rr.failure->message));
+    for (const auto& rec : rr.records) {
+      auto d = events::decode(rec.value);
+      if (!d.ok() || d.get().sandbox_id != st.id)
+        throw std::runtime_error("record at partition " + std::to_string(rec.partition) +
+                                 " offset " + std::to_string(rec.offset) +
+                                 " is not an event of sandbox " + st.id);
+      st.s = evolve(std::move(st.s), d.get());
+    }
+    i = j;
+  }
+}
+
+caf::behavior sandbox_actor(actor_t* self, actor_context* ctx, caf::actor directory, std::string id,
+                            std::vector<std::int64_t> offsets, bool timers_scheduled) {
+  auto& st = self->state;
+  st.ctx = ctx;
+  st.directory = std::move(directory);
+  st.id = id;
+  st.partition = ctx->log->partition_for(id);
+  st.s = initial_state(id);
+  st.offsets = std::move(offsets);
+  try {
+    load_history(st);
+  } catch (const std::exception& e) {
+    st.broken = events::make_error(events::errc::unavailable,
+                                   std::string(e.what()) + "; check the log and restart");
+    std::cerr << "sandboxd: " << st.broken->message << "\n";
+  }
+  st.pending = st.s;
+  st.entered = st.s.sequence;
+  st.issued_for = step_in_flight(st.s) ? 0 : st.entered;
+  st.sample_due = ctx->clock() + ctx->sample_interval;
+  if (timers_scheduled) {
+    // The timer queue already holds the deadlines derived from this state.
+    const auto d = next_deadlines(st.s);
+    st.armed = {d.idle, d.lifetime, d.retention, std::nullopt};
+  }
+  self->set_default_handler(caf::drop);
+  self->set_error_handler([](caf::error&) {});
+  after_change(self);
+  return {
+    [=](cmd_atom, request_ptr& r) {
+      auto& st = self->state;
+      ++st.received;
+      ++st.idle_epoch;
+      if (r.value->query) {
+        if (st.s.status == sandbox_status::absent || st.s.tenant != r.value->cmd.tenant)
+          reply(st, r.value,
+                events::make_error(events::errc::not_found,
+                                   "sandbox " + st.id + " does not exist; check the sandbox id"));
+        else
+          reply(st, r.value, std::nullopt);
+        after_change(self);
+        return;
+      }
+      st.queue.push_back(std::move(r.value));
+      pump(self);
+      after_change(self);
+    },
+    [=](timer_atom, std::uint8_t kind, std::int64_t deadline_ns) {
+      ++self->state.received;
+      ++self->state.idle_epoch;
+      on_timer(self, static_cast<timer_kind>(kind),
+               events::time_point(events::nanoseconds(deadline_ns)));
+      after_change(self);
+    },
+    [=](appended_atom, append_ptr& r) {
+      ++self->state.idle_epoch;
+      on_appended(self, *r.value);
+      after_change(self);
+    },
+    [=](result_atom, result_ptr& r) {
+      ++self->state.idle_epoch;
+      on_result(self, *r.value);
+      after_change(self);
+    },
+    [=](idle_atom, std::uint64_t epoch) {
+      auto& st = self->state;
+      if (epoch != st.idle_epoch || !passivatable(st))
+        return;
+      self->send(st.directory, passive_atom::value, st.id, st.received,
+                 offsets_ptr{std::make_shared<std::vector<std::int64_t>>(st.offsets)});
+    },
+    [=](stop_atom) { self->quit(); },
+  };
+}
+
+} // namespace
+
+caf::actor spawn_sandbox_actor(caf::local_actor* parent, actor_context* ctx, caf::actor directory,
+                               std::string sandbox_id, std::vector<std::int64_t> offsets,
+                               bool timers_scheduled) {
+  return parent->spawn(sandbox_actor, ctx, std::move(directory), std::move(sandbox_id),
+                       std::move(offsets), timers_scheduled);
+}
+
+} // namespace sandboxd::actors

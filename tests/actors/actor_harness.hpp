@@ -1,0 +1,225 @@
+// actor_harness.hpp — what the actor-system tests share: a clock driven by hand, a log
+// that fails appends on demand, a driver that records its calls (and whether two lifecycle
+// calls for one sandbox ever overlapped), command builders, and the log's view of one
+// sandbox.
+#pragma once
+
+#include "actors/control_plane.hpp"
+#include "actors/state_snapshot.hpp"
+#include "events/file_log.hpp"
+#include "runtime/hollow_driver.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <ostream>
+
+// Printers for Boost.Test's messages (found by argument-dependent lookup).
+namespace sandboxd::actors {
+inline std::ostream& operator<<(std::ostream& o, sandbox_status s) {
+  return o << to_string(s);
+}
+} // namespace sandboxd::actors
+namespace sandboxd::runtime {
+inline std::ostream& operator<<(std::ostream& o, sandbox_status s) {
+  return o << to_string(s);
+}
+} // namespace sandboxd::runtime
+namespace sandboxd::events {
+inline std::ostream& operator<<(std::ostream& o, errc c) {
+  return o << to_string(c);
+}
+inline std::ostream& operator<<(std::ostream& o, runtime_step s) {
+  return o << to_string(s);
+}
+} // namespace sandboxd::events
+
+namespace sandboxd::test {
+
+using namespace std::chrono_literals;
+namespace ev = sandboxd::events;
+namespace ac = sandboxd::actors;
+namespace runtime = sandboxd::runtime;
+
+class manual_clock {
+public:
+  ev::time_point now() const { return ev::time_point(ev::nanoseconds(ns_.load())); }
+  void advance(ev::nanoseconds d) { ns_ += d.count(); }
+  ac::clock_fn fn() {
+    return [this] { return now(); };
+  }
+
+private:
+  std::atomic<std::int64_t> ns_{std::int64_t{1'800'000'000} * 1'000'000'000};
+};
+
+// Forwards to a real log; while `fail_appends` is set, every append fails (unavailable).
+class failing_log final : public ev::event_log {
+public:
+  explicit failing_log(ev::event_log& inner) : inner_(inner) {}
+  std::atomic<bool> fail_appends{false};
+
+  using ev::event_log::append;
+  std::int32_t partitions() const override { return inner_.partitions(); }
+  void append(std::vector<ev::log_record> batch, ev::append_callback done) override {
+    if (fail_appends) {
+      done(ev::append_result{{}, ev::error{ev::errc::unavailable, "injected append failure"}});
+      return;
+    }
+    inner_.append(std::move(batch), std::move(done));
+  }
+  ev::read_result read(std::int32_t p, std::int64_t from, std::size_t max) override {
+    return inner_.read(p, from, max);
+  }
+  ev::offset_result end_offset(std::int32_t p) override { return inner_.end_offset(p); }
+  bool wait_for(std::int32_t p, std::int64_t o, std::chrono::milliseconds t) override {
+    return inner_.wait_for(p, o, t);
+  }
+  std::string describe() const override { return "failing " + inner_.describe(); }
+
+private:
+  ev::event_log& inner_;
+};
+
+// Forwards to a real driver, counting lifecycle calls and noticing overlapping ones for
+// one sandbox. `fail_pause` makes pause fail.
+class recording_driver final : public runtime::driver {
+public:
+  explicit recording_driver(runtime::driver& inner) : inner_(inner) {}
+  std::atomic<int> lifecycle_calls{0};
+  std::atomic<bool> overlapped{false};
+  std::atomic<bool> fail_pause{false};
+  std::atomic<int> slow_ms{0}; // each lifecycle call sleeps this long, to widen races
+
+  std::string_view name() const override { return inner_.name(); }
+  runtime::outcome<runtime::sandbox_info> create(const runtime::create_request& r) override {
+    guard g(*this, r.id);
+    return inner_.create(r);
+  }
+  runtime::outcome<void> start(const std::string& id) override {
+    guard g(*this, id);
+    return inner_.start(id);
+  }
+  runtime::outcome<runtime::exec_result> exec(const std::string& id,
+                                              const runtime::exec_request& r) override {
+    return inner_.exec(id, r);
+  }
+  runtime::outcome<void> pause(const std::string& id, runtime::pause_mode m) override {
+    guard g(*this, id);
+    if (fail_pause)
+      return runtime::make_error(runtime::errc::failed, "injected pause failure");
+    return inner_.pause(id, m);
+  }
+  runtime::outcome<void> resume(const std::string& id) override {
+    guard g(*this, id);
+    return inner_.resume(id);
+  }
+  runtime::outcome<void> remove(const std::string& id) override {
+    guard g(*this, id);
+    return inner_.remove(id);
+  }
+  runtime::outcome<std::string> read_file(const std::string& id, const std::string& p) override {
+    return inner_.read_file(id, p);
+  }
+  runtime::outcome<void> write_file(const std::string& id, const std::string& p, std::string_view c,
+                                    std::uint32_t m) override {
+    return inner_.write_file(id, p, c, m);
+  }
+  runtime::outcome<std::vector<runtime::dir_entry>> list_dir(const std::string& id,
+                                                             const std::string& p) override {
+    return inner_.list_dir(id, p);
+  }
+  runtime::outcome<runtime::file_info> stat(const std::string& id, const std::string& p) override {
+    return inner_.stat(id, p);
+  }
+  runtime::outcome<runtime::usage_info> usage(const std::string& id) override {
+    return inner_.usage(id);
+  }
+  runtime::outcome<runtime::sandbox_info> inspect(const std::string& id) override {
+    return inner_.inspect(id);
+  }
+  runtime::outcome<std::vector<runtime::sandbox_info>> list() override { return inner_.list(); }
+
+private:
+  struct guard {
+    recording_driver& d;
+    std::string id;
+    guard(recording_driver& drv, const std::string& i) : d(drv), id(i) {
+      ++d.lifecycle_calls;
+      {
+        std::lock_guard l(d.mu_);
+        if (d.busy_.count(id))
+          d.overlapped = true;
+        d.busy_.insert(id);
+      }
+      if (int ms = d.slow_ms.load())
+        std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+    ~guard() {
+      std::lock_guard l(d.mu_);
+      d.busy_.erase(id);
+    }
+  };
+  runtime::driver& inner_;
+  std::mutex mu_;
+  std::multiset<std::string> busy_;
+};
+
+inline ev::created spec(std::string client_request_id = {}) {
+  ev::created s;
+  s.template_name = "base";
+  s.limits.memory_mib = 256;
+  s.limits.cpu_millicores = 500;
+  s.runtime = ev::runtime_kind::hollow;
+  s.client_request_id = std::move(client_request_id);
+  return s;
+}
+
+inline ac::command user(ac::command_body body, std::string tenant = "acme") {
+  ac::command c;
+  c.tenant = std::move(tenant);
+  c.principal = "alice";
+  c.correlation_id = "test";
+  c.body = std::move(body);
+  return c;
+}
+
+// Every event of `sandbox_id` in the log, in offset order.
+inline std::vector<ev::event> events_of(ev::event_log& log, const std::string& sandbox_id) {
+  std::vector<ev::event> out;
+  const auto p = log.partition_for(sandbox_id);
+  std::int64_t at = 0;
+  for (;;) {
+    auto rr = log.read(p, at, 4096);
+    if (rr.records.empty())
+      return out;
+    for (auto& r : rr.records) {
+      at = r.offset + 1;
+      if (r.key != sandbox_id)
+        continue;
+      auto d = ev::decode(r.value);
+      if (d.ok())
+        out.push_back(d.get());
+    }
+  }
+}
+
+// Waits (up to `limit` of real time) until `pred` holds; returns whether it did.
+template <class Pred>
+bool eventually(Pred pred, std::chrono::milliseconds limit = 20s) {
+  const auto until = std::chrono::steady_clock::now() + limit;
+  while (std::chrono::steady_clock::now() < until) {
+    if (pred())
+      return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return pred();
+}
+
+} // namespace sandboxd::test

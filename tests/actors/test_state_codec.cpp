@@ -1,0 +1,124 @@
+// The snapshot codec of a sandbox's state, and the journal's batching (no actors involved).
+#define BOOST_TEST_MODULE state_codec
+#include <boost/test/unit_test.hpp>
+
+#include "actors/journal.hpp"
+#include "actors/runtime_steps.hpp"
+#include "actors/state_codec.hpp"
+#include "actors/state_snapshot.hpp"
+#include "tests/actors/actor_harness.hpp"
+#include "tests/support/process.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <future>
+
+using namespace sandboxd::test;
+namespace cmd = sandboxd::actors::cmd;
+
+namespace {
+
+ac::recovered_sandbox busy_sandbox() {
+  ac::sandbox_state s = ac::initial_state("sb-codec");
+  const auto now = ev::time_point(ev::nanoseconds(1'700'000'000'000'000'000));
+  auto apply = [&](ac::command c) {
+    auto d = ac::decide(s, c, now);
+    BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? std::string() : d.failure().message));
+    for (const auto& e : d.emitted())
+      s = ac::evolve(s, e);
+  };
+  auto sp = spec("req-9");
+  sp.labels = {{"team", "ml"}};
+  sp.timeouts.idle_timeout = std::chrono::seconds(30);
+  apply(user(cmd::create{sp}));
+  apply(ac::system_command(s, cmd::runtime_started{}));
+  cmd::exec x;
+  x.exec_id = "x1";
+  x.argv = {"echo", "hi"};
+  apply(user(x));
+  apply(ac::system_command(s, cmd::runtime_failed{"the sandbox died"}));
+  ac::recovered_sandbox r;
+  r.state = s;
+  r.offsets = {3, 4, 9, 10};
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_state_survives_encoding) {
+  auto r = busy_sandbox();
+  BOOST_REQUIRE(r.state.status == ac::sandbox_status::failed);
+  std::string bytes;
+  ac::encode_state(r, bytes);
+  auto back = ac::decode_state(bytes);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST((*back == r));
+}
+
+BOOST_AUTO_TEST_CASE(truncated_or_damaged_bytes_do_not_decode) {
+  std::string bytes;
+  ac::encode_state(busy_sandbox(), bytes);
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 7)
+    BOOST_TEST(!ac::decode_state(std::string_view(bytes).substr(0, cut)).has_value());
+  bytes[16] = '\x7f'; // the tenant's length
+  BOOST_TEST(!ac::decode_state(bytes).has_value());
+}
+
+BOOST_AUTO_TEST_CASE(a_snapshot_round_trips_and_a_damaged_one_is_ignored) {
+  temp_dir dir("actors-snap");
+  ac::partition_view v;
+  v.partition = 2;
+  v.next_offset = 11;
+  auto r = busy_sandbox();
+  v.sandboxes.emplace(r.state.sandbox_id, r);
+  ac::write_partition_snapshot(dir.path(), v);
+  auto back = ac::load_partition_snapshot(dir.path(), 2);
+  BOOST_TEST(back.next_offset == 11);
+  BOOST_TEST(back.from_snapshot == 1u);
+  BOOST_REQUIRE(back.sandboxes.count("sb-codec") == 1u);
+  BOOST_TEST((back.sandboxes.at("sb-codec") == r));
+  BOOST_TEST(ac::load_partition_snapshot(dir.path(), 3).next_offset == 0);
+  check_shell("printf 'X' | dd of=" + dir / "partition-2.snapshot" +
+              " bs=1 seek=60 conv=notrunc status=none");
+  auto damaged = ac::load_partition_snapshot(dir.path(), 2);
+  BOOST_TEST(damaged.next_offset == 0);
+  BOOST_TEST(damaged.sandboxes.empty());
+}
+
+BOOST_AUTO_TEST_CASE(the_journal_completes_each_append_with_its_own_positions) {
+  temp_dir dir("actors-journal");
+  ev::file_log log(ev::file_log_options{dir / "log", 2});
+  ac::journal j(log);
+  constexpr int k_appends = 200;
+  std::vector<std::promise<ev::append_result>> done(k_appends);
+  for (int i = 0; i < k_appends; ++i)
+    j.append({{"key-" + std::to_string(i % 7), "a" + std::to_string(i)},
+              {"key-" + std::to_string(i % 7), "b" + std::to_string(i)}},
+             [&, i](ev::append_result r) { done[i].set_value(std::move(r)); });
+  for (int i = 0; i < k_appends; ++i) {
+    auto r = done[i].get_future().get();
+    BOOST_REQUIRE(r.ok());
+    BOOST_REQUIRE(r.positions.size() == 2u);
+    auto a = log.read(r.positions[0].partition, r.positions[0].offset, 1);
+    auto b = log.read(r.positions[1].partition, r.positions[1].offset, 1);
+    BOOST_TEST(a.records.at(0).value == "a" + std::to_string(i));
+    BOOST_TEST(b.records.at(0).value == "b" + std::to_string(i));
+    BOOST_TEST(r.positions[1].offset > r.positions[0].offset);
+  }
+  j.wait_idle();
+  BOOST_TEST(j.records_appended() == 2u * k_appends);
+  BOOST_TEST(j.rounds() < static_cast<std::uint64_t>(k_appends)); // batched
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_log_append_fails_every_caller_of_the_round) {
+  temp_dir dir("actors-journal");
+  ev::file_log file(ev::file_log_options{dir / "log", 2});
+  failing_log log(file);
+  log.fail_appends = true;
+  ac::journal j(log);
+  std::promise<ev::append_result> done;
+  j.append({{"k", "v"}}, [&](ev::append_result r) { done.set_value(std::move(r)); });
+  auto r = done.get_future().get();
+  BOOST_TEST(!r.ok());
+  BOOST_TEST(r.positions.empty());
+  BOOST_TEST(file.end_offset(file.partition_for("k")).offset == 0);
+}
