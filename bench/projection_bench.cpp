@@ -1,0 +1,240 @@
+// projection_bench — how fast the projector applies a mixed lifecycle stream to all three
+// read models (sandboxes, billing meters, audit log) in a private PostgreSQL, and how far
+// behind the log it stays at a steady rate.
+//
+//   projection_bench [--json] [--sandboxes N] [--rate EVENTS_PER_S] [--seconds S]
+//
+// events_per_s: a backlog of the mixed stream in file_log, projected from offset zero with
+//   catch_up() (batches of 5,000 events, one transaction each).
+// copy_rows_per_s: the reference, same run and same server: a raw COPY (pqxx::stream_to)
+//   of the audit rows of the same events into a table like audit_log (same indexes) —
+//   what PostgreSQL ingests when nothing is computed, read or upserted.
+// lag_p99_ms: a producer appends to a fresh log at a steady rate while the projector runs
+//   in the background; per event, the time from issuing its append to the commit of the
+//   batch that applied it; the 99th percentile.
+// With --json the last line is one JSON object with these figures.
+#include "events/file_log.hpp"
+#include "projections/audit_log.hpp"
+#include "projections/projector.hpp"
+#include "tests/projections/lifecycle_stream.hpp"
+#include "tests/support/pg_server.hpp"
+#include "tests/support/temp_dir.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+using namespace sandboxd;
+using namespace sandboxd::projections;
+using namespace std::chrono_literals;
+using bench_clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(bench_clock::time_point t0) {
+  return std::chrono::duration<double>(bench_clock::now() - t0).count();
+}
+
+events::file_log_options log_options(const std::string& dir) {
+  events::file_log_options o;
+  o.dir = dir;
+  o.partitions = 8;
+  return o;
+}
+
+double measure_backlog(const std::string& conninfo, const std::string& log_dir,
+                       const std::vector<events::event>& stream) {
+  events::file_log log(log_options(log_dir));
+  test::append_all(log, stream, 5000);
+  projector_options o;
+  o.schema = "bench";
+  o.max_batch = 5000;
+  projector p(log, conninfo, o);
+  auto t0 = bench_clock::now();
+  p.catch_up();
+  double s = seconds_since(t0);
+  if (p.status().applied != stream.size())
+    throw std::runtime_error("projected " + std::to_string(p.status().applied) + " of " +
+                             std::to_string(stream.size()) + " events");
+  return static_cast<double>(stream.size()) / s;
+}
+
+double measure_copy(const std::string& conninfo, const std::vector<events::event>& stream) {
+  std::vector<audit_row> rows;
+  rows.reserve(stream.size());
+  std::int64_t pos = 0;
+  for (const auto& e : stream) {
+    auto r = audit_row_of(e, 0);
+    r.position = ++pos;
+    link(r, audit_genesis_hash());
+    rows.push_back(std::move(r));
+  }
+  pqxx::connection c(conninfo);
+  {
+    pqxx::work tx(c);
+    tx.exec("CREATE TABLE bench.copy_reference (LIKE bench.audit_log INCLUDING ALL)");
+    tx.commit();
+  }
+  auto t0 = bench_clock::now();
+  pqxx::work tx(c);
+  const std::size_t chunk = 5000; // one COPY per batch, as the projector writes
+  for (std::size_t i = 0; i < rows.size(); i += chunk) {
+    pqxx::stream_to copy(tx, "bench.copy_reference",
+                         std::vector<std::string>{"tenant", "partition", "position", "event_id",
+                                                  "occurred_at_ns", "principal", "action",
+                                                  "sandbox_id", "outcome", "detail", "prev_hash",
+                                                  "hash"});
+    for (std::size_t j = i; j < std::min(rows.size(), i + chunk); ++j) {
+      const auto& r = rows[j];
+      copy << std::make_tuple(r.tenant, std::to_string(r.partition), std::to_string(r.position),
+                              r.event_id, std::to_string(r.occurred_at_ns), r.principal, r.action,
+                              r.sandbox_id, r.outcome, r.detail, r.prev_hash, r.hash);
+    }
+    copy.complete();
+  }
+  tx.commit();
+  return static_cast<double>(rows.size()) / seconds_since(t0);
+}
+
+struct lag_figures {
+  double p50_ms = 0;
+  double p99_ms = 0;
+  double max_ms = 0;
+  std::size_t events = 0;
+  double achieved_rate = 0;
+};
+
+lag_figures measure_lag(const std::string& conninfo, const std::string& log_dir, int rate,
+                        double seconds) {
+  events::file_log log(log_options(log_dir));
+  struct commit_mark {
+    std::int32_t partition;
+    std::int64_t next_offset;
+    bench_clock::time_point at;
+  };
+  std::mutex mutex;
+  std::vector<commit_mark> commits;
+  projector_options o;
+  o.schema = "bench_lag";
+  o.max_batch = 5000;
+  o.on_commit = [&](const std::map<std::int32_t, std::int64_t>& moved) {
+    auto now = bench_clock::now();
+    std::lock_guard lock(mutex);
+    for (auto [p, off] : moved)
+      commits.push_back({p, off, now});
+  };
+  projector p(log, conninfo, o);
+  p.catch_up(); // connect and migrate before the clock starts
+  p.start();
+
+  std::size_t total = static_cast<std::size_t>(rate * seconds);
+  int sandboxes = static_cast<int>(total / 17) + 1;
+  auto stream = test::mixed_stream(sandboxes, 20, 1'700'000'000'000'000'000);
+  stream.resize(std::min(stream.size(), total));
+  struct sent {
+    events::record_position at;
+    bench_clock::time_point issued;
+  };
+  std::vector<sent> sent_records;
+  const auto tick = 10ms;
+  const std::size_t per_tick = static_cast<std::size_t>(rate) / 100;
+  auto t0 = bench_clock::now();
+  for (std::size_t i = 0; i < stream.size(); i += per_tick) {
+    std::this_thread::sleep_until(t0 + tick * static_cast<int>(i / per_tick));
+    std::vector<events::event> part(
+      stream.begin() + static_cast<std::ptrdiff_t>(i),
+      stream.begin() + static_cast<std::ptrdiff_t>(std::min(stream.size(), i + per_tick)));
+    auto issued = bench_clock::now();
+    auto r = log.append(test::to_records(part)).get();
+    if (!r.ok())
+      throw std::runtime_error("append failed: " + r.failure->message);
+    for (const auto& pos : r.positions)
+      sent_records.push_back({pos, issued});
+  }
+  double send_s = seconds_since(t0);
+  for (;;) {
+    std::int64_t behind = 0;
+    for (const auto& l : p.lag())
+      behind += l.lag();
+    if (behind == 0)
+      break;
+    std::this_thread::sleep_for(5ms);
+  }
+  p.stop();
+
+  std::vector<double> lags;
+  std::lock_guard lock(mutex);
+  for (const auto& s : sent_records) {
+    for (const auto& c : commits)
+      if (c.partition == s.at.partition && c.next_offset > s.at.offset) {
+        lags.push_back(std::chrono::duration<double, std::milli>(c.at - s.issued).count());
+        break;
+      }
+  }
+  std::sort(lags.begin(), lags.end());
+  lag_figures f;
+  f.events = lags.size();
+  f.achieved_rate = static_cast<double>(sent_records.size()) / send_s;
+  if (!lags.empty()) {
+    f.p50_ms = lags[lags.size() / 2];
+    f.p99_ms = lags[std::min(lags.size() - 1, lags.size() * 99 / 100)];
+    f.max_ms = lags.back();
+  }
+  return f;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  int sandboxes = 9000;
+  int rate = 5000;
+  double seconds = 10;
+  for (int i = 1; i < argc; ++i) {
+    if (!std::strcmp(argv[i], "--json"))
+      json = true;
+    else if (!std::strcmp(argv[i], "--sandboxes") && i + 1 < argc)
+      sandboxes = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--rate") && i + 1 < argc)
+      rate = std::atoi(argv[++i]);
+    else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc)
+      seconds = std::atof(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: %s [--json] [--sandboxes N] [--rate R] [--seconds S]\n",
+                   argv[0]);
+      return 2;
+    }
+  }
+  test::pg_server pg;
+  test::temp_dir dir("projection-bench");
+  auto stream = test::mixed_stream(sandboxes, 50, 1'700'000'000'000'000'000);
+
+  double events_per_s = measure_backlog(pg.conninfo(), dir / "backlog", stream);
+  std::printf("projector, all three read models: %zu events, %.0f events/s\n", stream.size(),
+              events_per_s);
+  double copy_rows_per_s = measure_copy(pg.conninfo(), stream);
+  std::printf("reference, raw COPY of the audit rows: %.0f rows/s\n", copy_rows_per_s);
+  auto lag = measure_lag(pg.conninfo(), dir / "steady", rate, seconds);
+  std::printf("steady %d events/s (achieved %.0f) for %.0f s: lag p50 %.1f ms, p99 %.1f ms, "
+              "max %.1f ms over %zu events\n",
+              rate, lag.achieved_rate, seconds, lag.p50_ms, lag.p99_ms, lag.max_ms, lag.events);
+  if (json) {
+    nlohmann::json j = {{"events_per_s", static_cast<long>(events_per_s)},
+                        {"copy_rows_per_s", static_cast<long>(copy_rows_per_s)},
+                        {"lag_p99_ms", lag.p99_ms},
+                        {"lag_p50_ms", lag.p50_ms},
+                        {"events", stream.size()},
+                        {"steady_rate", rate},
+                        {"steady_events", lag.events}};
+    std::printf("%s\n", j.dump().c_str());
+  }
+  return 0;
+}
