@@ -3,8 +3,11 @@
 #include "actors/runtime_steps.hpp"
 #include "actors/state_snapshot.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <future>
 #include <stdexcept>
+#include <thread>
 #include <unordered_set>
 
 namespace sandboxd::actors {
@@ -16,7 +19,8 @@ bool is_live(sandbox_status s) {
 
 // Carries out the interrupted steps of one partition and appends their outcome.
 void reconcile(events::event_log& log, runtime::driver& driver, partition_view& view,
-               events::time_point now, recovery_report& report) {
+               events::time_point now, recovery_report& report,
+               std::unordered_set<std::string>& reconciled) {
   std::vector<events::event> emitted;
   for (auto& [id, r] : view.sandboxes) {
     auto step = step_in_flight(r.state);
@@ -32,6 +36,7 @@ void reconcile(events::event_log& log, runtime::driver& driver, partition_view& 
     for (const auto& e : d.emitted())
       emitted.push_back(e);
     (ok ? report.finished : report.failed).push_back(id);
+    reconciled.insert(id);
   }
   if (emitted.empty())
     return;
@@ -61,12 +66,27 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
                          const std::string& snapshot_dir, events::time_point now) {
   const auto started = std::chrono::steady_clock::now();
   recovery_outcome out;
-  std::unordered_set<std::string> owned;
-  for (std::int32_t p = 0; p < log.partitions(); ++p) {
-    auto view = recover_partition(log, snapshot_dir, p);
+  // Listing the runtime and replaying the partitions are independent: all run at once.
+  auto listing = std::async(std::launch::async, [&driver] { return driver.list(); });
+  const auto partitions = log.partitions();
+  std::vector<partition_view> views(static_cast<std::size_t>(partitions));
+  {
+    const auto workers = static_cast<std::int32_t>(std::clamp<unsigned>(
+      std::thread::hardware_concurrency(), 1u, static_cast<unsigned>(partitions)));
+    std::vector<std::future<void>> running;
+    for (std::int32_t w = 0; w < workers; ++w)
+      running.push_back(std::async(std::launch::async, [&, w] {
+        for (std::int32_t p = w; p < partitions; p += workers)
+          views[static_cast<std::size_t>(p)] = recover_partition(log, snapshot_dir, p);
+      }));
+    for (auto& f : running)
+      f.get(); // rethrows a fault of any partition
+  }
+  std::unordered_set<std::string> owned, reconciled;
+  for (auto& view : views) {
     out.report.from_snapshot += view.from_snapshot;
     out.report.events_replayed += view.events_replayed;
-    reconcile(log, driver, view, now, out.report);
+    reconcile(log, driver, view, now, out.report, reconciled);
     out.sandboxes.reserve(out.sandboxes.size() + view.sandboxes.size());
     for (auto& [id, r] : view.sandboxes) {
       recovered_entry e;
@@ -80,13 +100,15 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
         owned.insert(id);
       out.sandboxes.push_back(std::move(e));
     }
+    view.sandboxes.clear();
   }
-  auto listed = driver.list();
+  auto listed = listing.get();
   if (!listed)
     throw std::runtime_error("recovery cannot list the runtime's sandboxes: " +
                              listed.err().message);
   for (const auto& info : listed.value()) {
-    if (owned.count(info.id))
+    // A sandbox recovery itself just carried through a step is accounted for already.
+    if (owned.count(info.id) || reconciled.count(info.id))
       continue;
     auto removed = driver.remove(info.id);
     if (!removed && removed.code() != runtime::errc::not_found)
