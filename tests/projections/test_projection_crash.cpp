@@ -17,6 +17,7 @@
 
 #include <pqxx/pqxx>
 
+#include <algorithm>
 #include <csignal>
 #include <cstdlib>
 #include <random>
@@ -121,26 +122,43 @@ BOOST_AUTO_TEST_CASE(sigkilled_projector_and_restarted_postgres_equal_a_rebuild)
   std::mt19937 rng(std::random_device{}());
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const auto total = static_cast<std::int64_t>(stream.size());
+  // Waits until the child has committed at least `target` records (polling PostgreSQL).
+  auto wait_progress = [&](std::int64_t target) {
+    auto deadline = std::chrono::steady_clock::now() + 60s;
+    std::int64_t done = 0;
+    while ((done = committed(pg.conninfo())) < target &&
+           std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(2ms);
+    return done;
+  };
+  const int rounds = 10;
   int kills_mid_stream = 0;
   int pg_restarts = 0;
-  for (int round = 0; round < 12 && committed(pg.conninfo()) < total; ++round) {
+  for (int round = 0; round < rounds; ++round) {
+    std::int64_t before = committed(pg.conninfo());
+    // Kill somewhere in the next stretch of the stream, never at its end.
+    std::int64_t stretch = (total * 9 / 10 - before) / (rounds - round);
+    std::int64_t target =
+      before + 1 + pick(0, static_cast<int>(std::max<std::int64_t>(stretch, 1)));
     pid_t child = spawn_child("run");
-    std::this_thread::sleep_for(std::chrono::milliseconds(pick(150, 500)));
+    std::int64_t seen = wait_progress(target);
     if (pick(0, 1) == 1) {
-      pg.kill(); // the child is inside a batch most of the time: it loses that transaction
+      // The child is applying batches back to back: the kill lands inside one.
+      pg.kill();
       ++pg_restarts;
-      std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 200)));
+      std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 100)));
       pg.start();
-      std::this_thread::sleep_for(std::chrono::milliseconds(pick(100, 400)));
+      wait_progress(seen + 1); // reconnected and committing again
     }
+    std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 30)));
     ::kill(child, SIGKILL);
     BOOST_TEST(wait_child(child) == -SIGKILL);
     auto done = committed(pg.conninfo());
     BOOST_TEST_MESSAGE("round " << round << ": " << done << " of " << total << " records");
-    if (done > 0 && done < total)
+    if (done > before && done < total)
       ++kills_mid_stream;
   }
-  BOOST_TEST(kills_mid_stream >= 2); // the kills really landed while the stream was projected
+  BOOST_TEST(kills_mid_stream >= rounds / 2); // the kills landed while the stream was projected
   BOOST_TEST_MESSAGE(kills_mid_stream << " kills mid-stream, " << pg_restarts
                                       << " PostgreSQL restarts");
 
