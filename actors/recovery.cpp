@@ -67,7 +67,13 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
   const auto started = std::chrono::steady_clock::now();
   recovery_outcome out;
   // Listing the runtime and replaying the partitions are independent: all run at once.
-  auto listing = std::async(std::launch::async, [&driver] { return driver.list(); });
+  double list_seconds = 0;
+  auto listing = std::async(std::launch::async, [&driver, &list_seconds] {
+    const auto began = std::chrono::steady_clock::now();
+    auto listed = driver.list();
+    list_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+    return listed;
+  });
   const auto partitions = log.partitions();
   std::vector<partition_view> views(static_cast<std::size_t>(partitions));
   {
@@ -82,6 +88,8 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
     for (auto& f : running)
       f.get(); // rethrows a fault of any partition
   }
+  out.report.replay_seconds =
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   std::unordered_set<std::string> owned, reconciled;
   for (auto& view : views) {
     out.report.from_snapshot += view.from_snapshot;
@@ -103,6 +111,7 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
     view.sandboxes.clear();
   }
   auto listed = listing.get();
+  out.report.runtime_list_seconds = list_seconds;
   if (!listed)
     throw std::runtime_error("recovery cannot list the runtime's sandboxes: " +
                              listed.err().message);

@@ -38,6 +38,8 @@ struct recovery_report {
   std::vector<std::string> failed;   // transitional sandboxes whose step failed
   std::vector<std::string> orphans_removed;
   double seconds = 0;
+  double replay_seconds = 0;       // snapshots loaded and tails replayed (all partitions)
+  double runtime_list_seconds = 0; // driver.list(), which runs during the replay
 };
 
 struct recovery_outcome {

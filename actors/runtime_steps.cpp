@@ -13,6 +13,12 @@ bool is_paused(runtime::sandbox_status s) {
          s == runtime::sandbox_status::paused_memory;
 }
 
+// The runtime has a directory for `id` but no sandbox it can inspect.
+bool half_made(runtime::driver& d, const std::string& id) {
+  auto i = d.inspect(id);
+  return !i && i.code() == runtime::errc::not_found;
+}
+
 } // namespace
 
 runtime::create_request create_request_of(const sandbox_state& s) {
@@ -40,7 +46,13 @@ command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtim
   const std::string& id = s.sandbox_id;
   switch (step) {
   case events::runtime_step::creating: {
-    auto c = d.create(create_request_of(s));
+    const auto request = create_request_of(s);
+    auto c = d.create(request);
+    if (!c && c.code() == runtime::errc::conflict && half_made(d, id)) {
+      // Half made by a create a crash interrupted: remove the remains and create afresh.
+      d.remove(id);
+      c = d.create(request);
+    }
     if (!c && c.code() != runtime::errc::conflict)
       return failed_with("create", c.err());
     auto st = d.start(id);

@@ -316,11 +316,13 @@ int main(int argc, char** argv) {
     tail = rep.events_replayed;
     from_snapshot = rep.from_snapshot;
     std::printf("recovery: %.2f s for %llu sandboxes, %llu events in the log (%llu sandboxes "
-                "from snapshots, %llu events replayed after them)\n",
+                "from snapshots, %llu events replayed after them); of which: snapshots + "
+                "replay %.2f s, listing the runtime (meanwhile) %.2f s, recover() %.2f s\n",
                 recovery_s, static_cast<unsigned long long>(recovered),
                 static_cast<unsigned long long>(total_events),
                 static_cast<unsigned long long>(from_snapshot),
-                static_cast<unsigned long long>(tail));
+                static_cast<unsigned long long>(tail), rep.replay_seconds, rep.runtime_list_seconds,
+                rep.seconds);
     sandboxd::test::temp_dir none("bench-cp-nosnap");
     const auto t2 = steady::now();
     for (std::int32_t p = 0; p < n.log->partitions(); ++p)

@@ -96,6 +96,13 @@ BOOST_AUTO_TEST_CASE(sigkilled_actor_system_recovers_every_acknowledged_command)
     auto rec = ac::recover(log, *driver, dir / "data/snapshots", now);
     finished += rec.report.finished.size();
     failed += rec.report.failed.size();
+    for (const auto& f : rec.report.failed) {
+      auto evs = events_of(log, f);
+      if (!evs.empty())
+        if (auto* x = std::get_if<ev::failed>(&evs.back().body))
+          BOOST_TEST_MESSAGE("round " << round << ": recovery failed " << f << " ("
+                                      << ev::to_string(x->step) << "): " << x->reason);
+    }
     orphans += rec.report.orphans_removed.size();
     max_sandboxes = std::max<std::uint64_t>(max_sandboxes, rec.sandboxes.size());
 
