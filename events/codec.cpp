@@ -2,7 +2,8 @@
 //
 // A record is one unpacked Cap'n Proto message in the standard stream framing: a segment
 // table (segment count - 1, then each segment's size in words, as little-endian uint32,
-// padded to 8 bytes) followed by the segments. Encoding always produces one segment.
+// padded to 8 bytes) followed by the segments. An event that fits the 8 KiB scratch segment
+// is one segment; a larger one spans several.
 #include "events/event.hpp"
 
 #include "schemas/events.capnp.h"

@@ -72,6 +72,23 @@ BOOST_AUTO_TEST_CASE(an_event_with_empty_fields_round_trips) {
   BOOST_TEST((d.get() == e));
 }
 
+BOOST_AUTO_TEST_CASE(an_event_larger_than_the_first_segment_spans_segments_and_round_trips) {
+  auto e = samples()[9]; // exec_started
+  auto& argv = std::get<exec_started>(e.body).argv;
+  for (int i = 0; i < 5000; ++i)
+    argv.push_back("--flag-" + std::to_string(i));
+  auto bytes = encode(e);
+  std::uint32_t segments_minus_one;
+  std::memcpy(&segments_minus_one, bytes.data(), 4);
+  BOOST_TEST(segments_minus_one > 0u);
+  auto d = decode(bytes);
+  BOOST_TEST_REQUIRE(d.ok(), (d.ok() ? "" : d.failure().message));
+  BOOST_TEST((d.get() == e));
+  // The encoder's scratch segment is clean again: a small event after it is unchanged.
+  auto small = samples()[1];
+  BOOST_TEST((decode(encode(small)).get() == small));
+}
+
 BOOST_AUTO_TEST_CASE(encode_to_appends_and_unaligned_bytes_decode) {
   auto s = samples();
   std::string buf = "x"; // puts the records at an odd address
