@@ -2,6 +2,7 @@
 
 #include "runtime/child_process.hpp"
 #include "runtime/lifecycle_rules.hpp"
+#include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
 #include "runtime/rooted_fs.hpp"
 
@@ -161,8 +162,6 @@ std::optional<std::string> oci_driver::runtime_status(const std::string& id) con
   auto j = nlohmann::json::parse(r.text, nullptr, false);
   if (j.is_discarded())
     return std::nullopt;
-  if (options_.runtime == oci_runtime::crun && j.contains("pid") && j["pid"].is_number())
-    orphan_reaper::adopt(j["pid"].get<pid_t>());
   return j.value("status", "");
 }
 
@@ -171,16 +170,23 @@ outcome<void> oci_driver::create_container(const sandbox_record& r) {
   auto ov = overlay_of(r);
   if (!is_mount_point(ov.target))
     mount_overlay(ov);
-  write_small(dir(id) + "/bundle/config.json",
+  // The sandbox's directory is its OCI bundle: config.json beside the layers.
+  write_small(dir(id) + "/config.json",
               make_config_json({ov.target, cgroup_path(id), r.info.limits}));
-  if (auto c = cli_step(id, "create", {"create", "--bundle", dir(id) + "/bundle", id}); !c)
+  memfd_file pid_file;
+  std::vector<std::string> args = {"create", "--bundle", dir(id)};
+  if (options_.runtime == oci_runtime::crun)
+    args.push_back("--pid-file=" + pid_file.path()); // its init is re-parented to us
+  args.push_back(id);
+  if (auto c = cli_step(id, "create", args); !c)
     return c;
-  runtime_status(id); // adopts crun's container init, which is re-parented to us
+  if (std::string pid = pid_file.read(); !pid.empty())
+    orphan_reaper::adopt(std::stoi(pid));
   return {};
 }
 
-void oci_driver::delete_container(const std::string& id) {
-  if (options_.runtime == oci_runtime::crun && runtime_status(id) == "paused")
+void oci_driver::delete_container(const std::string& id, bool frozen) {
+  if (frozen && options_.runtime == oci_runtime::crun)
     cli({"resume", id}); // frozen processes cannot die
   cli({"delete", "--force", id});
   orphan_reaper::poke();
@@ -211,7 +217,7 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     auto root = templates_.rootfs(req.template_name);
     if (!root)
       return root.err();
-    for (const char* sub : {"upper", "work", "merged", "bundle", "exec"})
+    for (const char* sub : {"upper", "work", "merged"})
       fs::create_directories(d + "/" + sub);
     sandbox_record r;
     r.info.id = req.id;
@@ -222,7 +228,7 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     save_record(options_.data_dir, r);
     auto c = create_container(r);
     if (!c) {
-      delete_container(req.id);
+      delete_container(req.id, false);
       unmount_overlay(overlay_of(r));
       fs::remove_all(d);
       return c.err();
@@ -237,11 +243,12 @@ outcome<void> oci_driver::start(const std::string& id) {
     auto r = find_record(options_.data_dir, id);
     if (!r)
       return r.err();
-    refresh_status(r.value());
+    if (r->info.status == sandbox_status::running)
+      refresh_status(r.value()); // it may have ended on its own
     if (auto c = check_allowed(r->info, operation::start); !c)
       return c;
     if (r->info.status == sandbox_status::stopped) {
-      delete_container(id);
+      delete_container(id, false);
       if (auto c = create_container(r.value()); !c)
         return c;
     }
@@ -263,8 +270,7 @@ std::uint64_t oci_driver::oom_kills(const std::string& id) const {
   return 0;
 }
 
-void oci_driver::kill_exec_tree(const std::string& id, const std::string& pid_file) const {
-  std::string pid_text = read_small(pid_file);
+void oci_driver::kill_exec_tree(const std::string& id, const std::string& pid_text) const {
   if (pid_text.empty())
     return;
   pid_t pid = std::stoi(pid_text);
@@ -322,27 +328,24 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     auto doc = make_process_json(req);
     if (!doc)
       return doc.err();
-    std::string base = dir(id) + "/exec/" + std::to_string(++exec_seq_);
-    write_small(base + ".json", doc.value());
-    std::string pid_file = base + ".pid";
+    memfd_file process_json(doc.value());
+    memfd_file pid_file;
     process_options o;
     o.argv = runtime_command();
     o.argv.push_back("exec");
-    o.argv.push_back("--process=" + base + ".json");
+    o.argv.push_back("--process=" + process_json.path());
     o.argv.push_back(
-      (options_.runtime == oci_runtime::crun ? "--pid-file=" : "--internal-pid-file=") + pid_file);
+      (options_.runtime == oci_runtime::crun ? "--pid-file=" : "--internal-pid-file=") +
+      pid_file.path());
     o.argv.push_back(id);
     o.hide_cgroup2 = hides_cgroup2();
     o.stdin_data = req.stdin_data;
     o.max_output_bytes = rec.info.limits.max_output_bytes;
     o.on_output = req.on_output;
     o.timeout = req.timeout;
-    o.on_timeout = [&] { kill_exec_tree(id, pid_file); };
+    o.on_timeout = [&] { kill_exec_tree(id, pid_file.read()); };
     std::uint64_t ooms = oom_kills(id);
     auto p = run_process(o);
-    std::error_code ec;
-    fs::remove(base + ".json", ec);
-    fs::remove(pid_file, ec);
 
     exec_result res;
     res.stdout_data = std::move(p.out);
@@ -362,8 +365,10 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       res.signal = SIGKILL;
       res.exit_code = -1;
     }
+    // A failure of the runtime itself or a kill may mean the whole sandbox ended.
+    bool suspicious = res.oom_killed || res.signal != 0 || p.exit_code >= 125;
     std::lock_guard<std::mutex> g(locks_.of(id));
-    if (auto r = load_record(options_.data_dir, id)) {
+    if (auto r = suspicious ? load_record(options_.data_dir, id) : std::nullopt) {
       refresh_status(*r);
       if (r->info.status == sandbox_status::stopped) {
         // The whole sandbox ended while the exec ran (runsc over its limits).
@@ -388,7 +393,7 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
     if (auto c = check_allowed(r->info, operation::pause); !c)
       return c;
     if (mode == pause_mode::filesystem) {
-      delete_container(id);
+      delete_container(id, false);
       unmount_overlay(overlay_of(r.value()));
       r->info.status = sandbox_status::paused_filesystem;
     } else if (options_.runtime == oci_runtime::crun) {
@@ -401,7 +406,7 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
       fs::create_directories(image);
       if (auto c = cli_step(id, "checkpoint", {"checkpoint", "--image-path=" + image, id}); !c)
         return c;
-      delete_container(id);
+      delete_container(id, false);
       r->info.status = sandbox_status::paused_memory;
     }
     save_record(options_.data_dir, r.value());
@@ -430,9 +435,9 @@ outcome<void> oci_driver::resume(const std::string& id) {
       auto ov = overlay_of(r.value());
       if (!is_mount_point(ov.target))
         mount_overlay(ov);
-      if (auto c = cli_step(id, "restore",
-                            {"restore", "--detach", "--image-path=" + image,
-                             "--bundle=" + dir(id) + "/bundle", id});
+      if (auto c =
+            cli_step(id, "restore",
+                     {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), id});
           !c)
         return c;
       fs::remove_all(image);
@@ -451,10 +456,10 @@ outcome<void> oci_driver::remove(const std::string& id) {
     std::string d = dir(id);
     if (!fs::exists(d))
       return make_error(errc::not_found, "sandbox " + id + " not found; nothing to remove");
-    delete_container(id);
     auto r = load_record(options_.data_dir, id);
+    delete_container(id, !r || r->info.status == sandbox_status::paused_memory);
     overlay_dirs ov{r ? r->template_dir : "", d + "/upper", d + "/work", d + "/merged"};
-    unmount_overlay(ov);
+    unmount_overlay(ov, false);
     for (const char* ctrl :
          {"memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd"}) {
       std::string cg = std::string("/sys/fs/cgroup/") + ctrl + cgroup_path(id);

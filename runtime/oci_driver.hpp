@@ -7,8 +7,7 @@
 //   sandboxes/<id>/sandbox.json     status, template, limits (sandbox_record.hpp)
 //   sandboxes/<id>/upper, work      the writable layer and overlayfs's work directory
 //   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
-//   sandboxes/<id>/bundle           config.json (oci_spec.hpp)
-//   sandboxes/<id>/exec             one process.json (and pid file) per running exec
+//   sandboxes/<id>/config.json      the sandbox directory is its OCI bundle (oci_spec.hpp)
 //   sandboxes/<id>/checkpoint       runsc's memory image while memory-paused
 // Cgroups: /sandboxd/<instance>-<id> in every v1 controller, <instance> derived from the
 // data directory so that two drivers on two data directories never share one.
@@ -93,10 +92,13 @@ private:
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
   overlay_dirs overlay_of(const sandbox_record& r) const;
   outcome<void> create_container(const sandbox_record& r);
-  void delete_container(const std::string& id);
+  // Kills and deletes the container; `frozen` when crun may have it frozen.
+  void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;
   void refresh_status(sandbox_record& r);
-  void kill_exec_tree(const std::string& id, const std::string& pid_file) const;
+  // Stops and kills the process tree of an exec whose pid (as the runtime wrote it) is
+  // `pid_text`.
+  void kill_exec_tree(const std::string& id, const std::string& pid_text) const;
   std::uint64_t oom_kills(const std::string& id) const;
 
   template <class F>
@@ -109,7 +111,6 @@ private:
   template_store templates_;
   sandbox_locks locks_;
   orphan_reaper::user reaper_;
-  std::atomic<std::uint64_t> exec_seq_{0};
 };
 
 } // namespace sandboxd::runtime

@@ -3,6 +3,7 @@
 #include <cerrno>
 #include <chrono>
 #include <fcntl.h>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <sys/mount.h>
@@ -38,15 +39,22 @@ void sync_dir(const std::string& dir) {
 } // namespace
 
 void mount_overlay(const overlay_dirs& d) {
-  std::string opts = "lowerdir=" + d.lower + ",upperdir=" + d.upper + ",workdir=" + d.work;
+  // A volatile overlay leaves this marker behind and refuses to mount again while it
+  // exists; the layer below it was synced by unmount_overlay (or, after a crash, holds
+  // what reached the disk).
+  std::error_code ec;
+  std::filesystem::remove_all(d.work + "/work/incompat/volatile", ec);
+  std::string opts =
+    "lowerdir=" + d.lower + ",upperdir=" + d.upper + ",workdir=" + d.work + ",volatile";
   if (::mount("overlay", d.target.c_str(), "overlay", 0, opts.c_str()) != 0)
     throw std::system_error(errno, std::generic_category(), "mount overlay on " + d.target);
 }
 
-void unmount_overlay(const overlay_dirs& d) {
+void unmount_overlay(const overlay_dirs& d, bool flush) {
   if (!is_mount_point(d.target))
     return;
-  sync_dir(d.target);
+  if (flush)
+    sync_dir(d.upper); // a volatile overlay does not sync its upper layer itself
   for (int i = 0; i < 50; ++i) {
     if (::umount2(d.target.c_str(), 0) == 0 || errno == EINVAL)
       return;

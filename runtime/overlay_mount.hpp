@@ -2,6 +2,10 @@
 // (lowerdir, never written) below, the sandbox's writable layer (upperdir) above, the
 // merged view at `target`. Nobody may change upperdir while the overlay is mounted
 // (overlayfs leaves that undefined); write through the merged view instead.
+//
+// The overlay is mounted `volatile`: overlayfs never syncs the upper layer itself (an
+// unmount then costs no sync of the whole host filesystem); unmount_overlay with
+// `flush` syncs it explicitly where durability is promised (a filesystem pause).
 #pragma once
 
 #include <string>
@@ -14,9 +18,9 @@ struct overlay_dirs {
 
 // Throws std::system_error when the kernel refuses.
 void mount_overlay(const overlay_dirs& dirs);
-// Unmounts `target` if it is mounted (lazily if it stays busy); flushes the upper
-// layer's filesystem first.
-void unmount_overlay(const overlay_dirs& dirs);
+// Unmounts `target` if it is mounted (lazily if it stays busy); with `flush`, syncs
+// the filesystem first (a layer that is kept; not needed for one being deleted).
+void unmount_overlay(const overlay_dirs& dirs, bool flush = true);
 bool is_mount_point(const std::string& path);
 
 // Mounts the overlay for the lifetime of the object unless it was mounted already.

@@ -1,6 +1,9 @@
 // sandbox_record — what a driver remembers of one sandbox on disk, so that `list()`
 // and every call work after the process restarts: `sandboxes/<id>/sandbox.json` under
-// the driver's data directory. Written atomically (temporary file, fsync, rename).
+// the driver's data directory. Written atomically (temporary file, rename), without
+// fsync: it is rewritten on every transition, and after a power loss a status that is
+// one step old is corrected by the driver asking the runtime (inspect, list) and by
+// the caller's own reconciliation from its event log.
 #pragma once
 
 #include "runtime/driver.hpp"

@@ -90,7 +90,9 @@ template_store::template_store(std::string data_dir) : dir_(std::move(data_dir) 
 
 outcome<std::string> template_store::rootfs(const std::string& name) {
   std::lock_guard<std::mutex> g(mutex_);
-  return guard_faults("template " + name, [&]() -> outcome<std::string> {
+  if (auto it = known_.find(name); it != known_.end())
+    return it->second;
+  auto found = guard_faults("template " + name, [&]() -> outcome<std::string> {
     fs::path link = fs::path(dir_) / name;
     std::error_code ec;
     if (fs::is_symlink(link, ec) && fs::is_directory(link, ec))
@@ -100,6 +102,9 @@ outcome<std::string> template_store::rootfs(const std::string& name) {
     return make_error(errc::not_found,
                       "template " + name + " is not built; use base, or build it first");
   });
+  if (found)
+    known_[name] = found.value();
+  return found;
 }
 
 std::string template_store::publish(const std::string& name, const std::string& staging) {
@@ -182,7 +187,7 @@ outcome<std::string> template_store::build_debian(const std::string& suite,
     }
     fs::create_directories(root / "workspace");
     write_text(root / "tmp/.sandboxd-keep", "");
-    return publish("debian", root.string());
+    return known_["debian"] = publish("debian", root.string());
   });
 }
 

@@ -15,6 +15,7 @@
 
 #include "runtime/errc.hpp"
 
+#include <map>
 #include <mutex>
 #include <string>
 
@@ -39,6 +40,7 @@ private:
 
   std::string dir_;
   std::mutex mutex_;
+  std::map<std::string, std::string> known_; // name -> root filesystem, once looked up
 };
 
 // Hex SHA-256 over a directory tree, not following symlinks.
