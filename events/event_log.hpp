@@ -96,7 +96,7 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// Called exactly once per append. Runs on a thread of the log (file_log: its writer
+// Called exactly once per append. Runs on a thread of the log (file_log: its completion
 // thread; kafka_log: its delivery thread) — or, when the append fails before it is queued
 // (bad argument, log closed), on the calling thread before append() returns. It must not
 // block for long: the next appends' completions wait for it. It may call append().

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <filesystem>
 #include <mutex>
@@ -106,7 +107,19 @@ struct file_log::impl {
   log_segment* active = nullptr;
   std::vector<fmt::index_entry> active_entries;
   std::thread writer;
-  std::thread::id writer_id;
+
+  // Completions run on their own thread, in commit order, so the writer starts the next
+  // write as soon as a sync returns.
+  struct finished_batch {
+    std::vector<pending_append> appends;
+    std::optional<error> failure;
+  };
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  std::deque<finished_batch> finished;
+  bool writer_done = false;
+  std::thread completer;
+  std::thread::id completer_id;
 
   explicit impl(const file_log_options& o);
   ~impl();
@@ -114,6 +127,7 @@ struct file_log::impl {
   void read_or_create_meta(bool has_segments);
   void open_segments();
   void run_writer();
+  void run_completer();
   void commit(std::string& body, std::uint32_t count, std::vector<pending_append>& appends);
   void roll(std::uint64_t batch_size);
   [[noreturn]] void corrupt(const log_segment& s, std::uint64_t position,
@@ -139,8 +153,9 @@ file_log::impl::impl(const file_log_options& o) : options(o) {
     ::close(lock_fd);
     throw;
   }
+  completer = std::thread([this] { run_completer(); });
+  completer_id = completer.get_id();
   writer = std::thread([this] { run_writer(); });
-  writer_id = writer.get_id();
 }
 
 file_log::impl::~impl() {
@@ -152,6 +167,13 @@ file_log::impl::~impl() {
   space_cv.notify_all();
   if (writer.joinable())
     writer.join();
+  {
+    std::lock_guard l(done_mu);
+    writer_done = true;
+  }
+  done_cv.notify_all();
+  if (completer.joinable())
+    completer.join();
   {
     std::lock_guard l(wait_mu);
     closed = true;
@@ -394,13 +416,33 @@ void file_log::impl::commit(std::string& body, std::uint32_t count,
       failed = failure;
     }
   }
-  for (auto& a : appends) {
-    append_result r;
-    if (failure)
-      r.failure = failure;
-    else
-      r.positions = std::move(a.positions);
-    a.done(std::move(r));
+  {
+    std::lock_guard l(done_mu);
+    finished.push_back({std::move(appends), std::move(failure)});
+  }
+  appends.clear();
+  done_cv.notify_one();
+}
+
+void file_log::impl::run_completer() {
+  for (;;) {
+    finished_batch b;
+    {
+      std::unique_lock l(done_mu);
+      done_cv.wait(l, [&] { return !finished.empty() || writer_done; });
+      if (finished.empty())
+        return;
+      b = std::move(finished.front());
+      finished.pop_front();
+    }
+    for (auto& a : b.appends) {
+      append_result r;
+      if (b.failure)
+        r.failure = b.failure;
+      else
+        r.positions = std::move(a.positions);
+      a.done(std::move(r));
+    }
   }
 }
 
@@ -447,7 +489,8 @@ void file_log::append(std::vector<log_record> batch, append_callback done) {
     return;
   }
   std::unique_lock l(m.queue_mu);
-  if (std::this_thread::get_id() != m.writer_id)
+  // A completion that appends must not wait for room: completions would stall behind it.
+  if (std::this_thread::get_id() != m.completer_id)
     m.space_cv.wait(l, [&] {
       return m.pending_body.size() < m.options.max_pending_bytes || m.closing || m.failed;
     });

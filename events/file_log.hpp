@@ -4,8 +4,8 @@
 // Guarantees, beyond those of event_log:
 // - Durable means fdatasync returned: an append completes only after the batch holding
 //   its records was written and synced. Appends that arrive while a sync is in flight
-//   share the next one (group commit); one writer thread does all writing and runs every
-//   completion.
+//   share the next one (group commit). One writer thread does all writing; completions
+//   run on one completion thread, in the order the batches were committed.
 // - Opening scans the last segment, cuts a torn or partial last batch (only the last
 //   write, never acknowledged, can be torn) and never drops an acknowledged record.
 // - Damage anywhere else (a bad CRC, a batch that does not check out, an offset out of
