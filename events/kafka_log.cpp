@@ -157,12 +157,16 @@ kafka_log::impl::impl(const kafka_log_options& o)
 
 kafka_log::impl::~impl() {
   closing = true;
-  rd_kafka_flush(producer, to_ms(options.append_timeout));
+  // Not rd_kafka_flush: it would run delivery reports (completions) on this thread too.
+  auto drain = [&](std::chrono::steady_clock::duration limit) {
+    const auto deadline = clock::now() + limit;
+    while (outstanding.load() > 0 && clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  };
+  drain(options.append_timeout);
   rd_kafka_purge(producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   // Purged records get their (failed) delivery reports from the delivery thread.
-  const auto deadline = clock::now() + std::chrono::seconds(10);
-  while (outstanding.load() > 0 && clock::now() < deadline)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  drain(std::chrono::seconds(10));
   stopping = true;
   delivery.join();
   for (std::size_t p = 0; p < readers.size(); ++p)
