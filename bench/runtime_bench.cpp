@@ -181,16 +181,20 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
   // Idle sandboxes running at once: all started, then each proven alive by an exec.
   int running = 0;
   std::vector<std::string> ids;
-  for (int i = 0; i < concurrent; ++i) {
+  std::string stop_reason;
+  for (int i = 0; i < concurrent && stop_reason.empty(); ++i) {
     std::string id = "idle" + std::to_string(i);
     create_request req;
     req.id = id;
     req.limits.memory_bytes = 256ull << 20;
-    if (!d.create(req).ok())
+    auto c = d.create(req);
+    if (!c.ok()) {
+      stop_reason = "create " + id + ": " + c.err().message;
       break;
+    }
     ids.push_back(id);
-    if (!d.start(id).ok())
-      break;
+    if (auto s = d.start(id); !s.ok())
+      stop_reason = "start " + id + ": " + s.err().message;
   }
   for (auto& id : ids) {
     exec_request e;
@@ -198,6 +202,12 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
     auto r = d.exec(id, e);
     if (r.ok() && r->exit_code == 0)
       ++running;
+    else if (stop_reason.empty())
+      stop_reason = "exec in " + id + ": " + (r.ok() ? r->stderr_data : r.err().message);
+  }
+  if (!stop_reason.empty()) {
+    std::cout << name << ": concurrency stopped: " << stop_reason.substr(0, 500) << "\n";
+    out[name + "_concurrent_stop_reason"] = stop_reason.substr(0, 500);
   }
   for (auto& id : ids)
     d.remove(id);

@@ -100,8 +100,15 @@ std::optional<std::string> oci_unavailable(oci_runtime runtime) {
   return std::nullopt;
 }
 
+// The data directory made and spelled canonically, as /proc/self/mountinfo shows it.
+static oci_options with_canonical_dir(oci_options o) {
+  fs::create_directories(o.data_dir);
+  o.data_dir = fs::canonical(o.data_dir).string();
+  return o;
+}
+
 oci_driver::oci_driver(oci_options options)
-    : options_(std::move(options)), templates_(options_.data_dir) {
+    : options_(with_canonical_dir(std::move(options))), templates_(options_.data_dir) {
   if (options_.data_dir.find_first_of(",:") != std::string::npos)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
@@ -110,7 +117,7 @@ oci_driver::oci_driver(oci_options options)
   state_root_ = options_.data_dir + "/state/" + runtime_name(options_.runtime);
   fs::create_directories(state_root_);
   fs::create_directories(options_.data_dir + "/sandboxes");
-  instance_ = instance_of(fs::canonical(options_.data_dir).string());
+  instance_ = instance_of(options_.data_dir);
 }
 
 std::string_view oci_driver::name() const {
@@ -122,6 +129,10 @@ std::vector<std::string> oci_driver::runtime_command() const {
     return {runtime_bin_, "--root=" + state_root_};
   return {runtime_bin_,        "--root=" + state_root_, "--network=none",
           "--platform=ptrace", "--overlay2=none",       "--file-access=shared"};
+}
+
+std::string oci_driver::cid(const std::string& id) const {
+  return instance_ + "-" + id + ".c";
 }
 
 std::string oci_driver::cgroup_path(const std::string& id) const {
@@ -156,7 +167,7 @@ overlay_dirs oci_driver::overlay_of(const sandbox_record& r) const {
 }
 
 std::optional<std::string> oci_driver::runtime_status(const std::string& id) const {
-  auto r = cli({"state", id});
+  auto r = cli({"state", cid(id)});
   if (!r.ok)
     return std::nullopt;
   auto j = nlohmann::json::parse(r.text, nullptr, false);
@@ -177,7 +188,7 @@ outcome<void> oci_driver::create_container(const sandbox_record& r) {
   std::vector<std::string> args = {"create", "--bundle", dir(id)};
   if (options_.runtime == oci_runtime::crun)
     args.push_back("--pid-file=" + pid_file.path()); // its init is re-parented to us
-  args.push_back(id);
+  args.push_back(cid(id));
   if (auto c = cli_step(id, "create", args); !c)
     return c;
   if (std::string pid = pid_file.read(); !pid.empty())
@@ -187,8 +198,8 @@ outcome<void> oci_driver::create_container(const sandbox_record& r) {
 
 void oci_driver::delete_container(const std::string& id, bool frozen) {
   if (frozen && options_.runtime == oci_runtime::crun)
-    cli({"resume", id}); // frozen processes cannot die
-  cli({"delete", "--force", id});
+    cli({"resume", cid(id)}); // frozen processes cannot die
+  cli({"delete", "--force", cid(id)});
   orphan_reaper::poke();
 }
 
@@ -252,7 +263,7 @@ outcome<void> oci_driver::start(const std::string& id) {
       if (auto c = create_container(r.value()); !c)
         return c;
     }
-    if (auto c = cli_step(id, "start", {"start", id}); !c)
+    if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
       return c;
     r->info.status = sandbox_status::running;
     save_record(options_.data_dir, r.value());
@@ -283,7 +294,7 @@ void oci_driver::kill_exec_tree(const std::string& id, const std::string& pid_te
   std::set<pid_t> tree{pid};
   for (int round = 0; round < 10; ++round) {
     size_t before = tree.size();
-    auto ps = cli({"ps", id});
+    auto ps = cli({"ps", cid(id)});
     std::istringstream lines(ps.text);
     std::string line;
     std::multimap<pid_t, pid_t> kids;
@@ -305,12 +316,12 @@ void oci_driver::kill_exec_tree(const std::string& id, const std::string& pid_te
           todo.push_back(it->second);
     }
     for (pid_t p : tree)
-      cli({"kill", "--pid=" + std::to_string(p), id, "STOP"});
+      cli({"kill", "--pid=" + std::to_string(p), cid(id), "STOP"});
     if (round > 0 && tree.size() == before)
       break;
   }
   for (pid_t p : tree)
-    cli({"kill", "--pid=" + std::to_string(p), id, "KILL"});
+    cli({"kill", "--pid=" + std::to_string(p), cid(id), "KILL"});
 }
 
 outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request& req) {
@@ -337,7 +348,7 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     o.argv.push_back(
       (options_.runtime == oci_runtime::crun ? "--pid-file=" : "--internal-pid-file=") +
       pid_file.path());
-    o.argv.push_back(id);
+    o.argv.push_back(cid(id));
     o.hide_cgroup2 = hides_cgroup2();
     o.stdin_data = req.stdin_data;
     o.max_output_bytes = rec.info.limits.max_output_bytes;
@@ -397,14 +408,14 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
       unmount_overlay(overlay_of(r.value()));
       r->info.status = sandbox_status::paused_filesystem;
     } else if (options_.runtime == oci_runtime::crun) {
-      if (auto c = cli_step(id, "pause", {"pause", id}); !c)
+      if (auto c = cli_step(id, "pause", {"pause", cid(id)}); !c)
         return c;
       r->info.status = sandbox_status::paused_memory;
     } else {
       std::string image = dir(id) + "/checkpoint";
       fs::remove_all(image);
       fs::create_directories(image);
-      if (auto c = cli_step(id, "checkpoint", {"checkpoint", "--image-path=" + image, id}); !c)
+      if (auto c = cli_step(id, "checkpoint", {"checkpoint", "--image-path=" + image, cid(id)}); !c)
         return c;
       delete_container(id, false);
       r->info.status = sandbox_status::paused_memory;
@@ -425,19 +436,19 @@ outcome<void> oci_driver::resume(const std::string& id) {
     if (r->info.status == sandbox_status::paused_filesystem) {
       if (auto c = create_container(r.value()); !c)
         return c;
-      if (auto c = cli_step(id, "start", {"start", id}); !c)
+      if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
         return c;
     } else if (options_.runtime == oci_runtime::crun) {
-      if (auto c = cli_step(id, "resume", {"resume", id}); !c)
+      if (auto c = cli_step(id, "resume", {"resume", cid(id)}); !c)
         return c;
     } else {
       std::string image = dir(id) + "/checkpoint";
       auto ov = overlay_of(r.value());
       if (!is_mount_point(ov.target))
         mount_overlay(ov);
-      if (auto c =
-            cli_step(id, "restore",
-                     {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), id});
+      if (auto c = cli_step(
+            id, "restore",
+            {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), cid(id)});
           !c)
         return c;
       fs::remove_all(image);

@@ -80,6 +80,10 @@ public:
   bool hides_cgroup2() const { return options_.runtime == oci_runtime::crun; }
   // The cgroup path of a sandbox (e.g. /sandboxd/1a2b3c4d-sb1).
   std::string cgroup_path(const std::string& id) const;
+  // The container id the runtime knows a sandbox by: <instance>-<id>.c. runsc names
+  // host-wide abstract sockets after it (so it carries the instance) and accepts any
+  // unambiguous prefix of an id (so no id may be a prefix of another: ids hold no '.').
+  std::string cid(const std::string& id) const;
 
 private:
   struct cli_output {

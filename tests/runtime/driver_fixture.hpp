@@ -61,7 +61,7 @@ struct driver_fixture {
   static std::string crash_cleanup(const std::string& top) {
     std::string q = shell_quote(top);
     return "for rt in crun runsc; do s=" + q + "/data/state/$rt; [ -d \"$s\" ] || continue; " +
-           "for id in $(ls \"$s\"); do [ -d \"$s/$id\" ] || continue; " +
+           "for id in $($rt --root=\"$s\" list --quiet); do " +
            "unshare -m sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; " +
            "$0 --root=\"$1\" delete --force \"$2\"' $rt \"$s\" \"$id\"; done; done " +
            ">/dev/null 2>&1; grep -o " + shell_quote(top + "/data/sandboxes/[^ ]*/merged") +

@@ -99,6 +99,19 @@ BOOST_FIXTURE_TEST_CASE(lifecycle_moves_through_each_status_and_refuses_misfits,
   BOOST_TEST((d->remove("life").code() == errc::not_found));
 }
 
+// runsc accepts any unambiguous prefix of a container id; sandbox ids must not leak
+// that into the driver.
+BOOST_FIXTURE_TEST_CASE(ids_that_prefix_each_other_are_distinct_sandboxes, fixture) {
+  running("p");
+  running("p1");
+  BOOST_TEST_REQUIRE(d->remove("p").ok());
+  BOOST_TEST((status("p1") == sandbox_status::running));
+  BOOST_TEST_REQUIRE(d->pause("p1", pause_mode::filesystem).ok());
+  BOOST_TEST_REQUIRE(d->resume("p1").ok());
+  BOOST_TEST((status("p1") == sandbox_status::running));
+  BOOST_TEST_REQUIRE(d->list()->size() == 1u);
+}
+
 BOOST_FIXTURE_TEST_CASE(remove_leaves_no_directory, fixture) {
   running("gone");
   BOOST_TEST_REQUIRE(d->write_file("gone", "/workspace/a.txt", "a").ok());
