@@ -10,7 +10,8 @@
 //   actor     <- (cmd_atom, request_ptr) | (timer_atom, kind, deadline_ns)  via directory
 //   actor     <- (appended_atom, append_ptr)              the journal completed its append
 //   actor     <- (result_atom, result_ptr)                the pool finished a runtime call
-//   actor     <- (idle_atom, epoch)                       its own passivation check
+//   directory <- (idle_atom, id)                          a passivation check is due
+//   actor     <- (idle_atom)                              via directory: passivate if idle
 //   actor     <- (stop_atom)                              the directory accepted passivation
 #pragma once
 
@@ -78,6 +79,7 @@ struct actor_context {
   journal* journal_ = nullptr;
   blocking_pool* pool = nullptr;
   timer_queue* timers = nullptr;
+  timer_queue* passivation_checks = nullptr; // on the system clock, whatever `clock` is
   clock_fn clock;
   std::chrono::milliseconds passivate_after{5000};
   events::nanoseconds sample_interval{0};

@@ -18,6 +18,7 @@ struct control_plane::impl {
   std::unique_ptr<journal> journal_;
   std::unique_ptr<blocking_pool> pool;
   std::unique_ptr<timer_queue> timers;
+  std::unique_ptr<timer_queue> passivation_checks;
   actor_context ctx;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
@@ -90,6 +91,15 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
     },
     m.options.timer_poll);
   m.ctx.timers = m.timers.get();
+  m.passivation_checks = std::make_unique<timer_queue>(
+    [] {
+      return std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+    },
+    [mp](const std::string& id, timer_kind, events::time_point) {
+      caf::anon_send(mp->directory, idle_atom::value, id);
+    },
+    std::chrono::milliseconds(1000));
+  m.ctx.passivation_checks = m.passivation_checks.get();
   auto seed = std::make_shared<directory_seed>();
   seed->sandboxes = std::move(recovered.sandboxes);
   m.directory = spawn_sandbox_directory(*m.system, &m.ctx, seed);
@@ -106,13 +116,15 @@ control_plane::~control_plane() {
   m.stop_cv.notify_all();
   if (m.snapshotter.joinable())
     m.snapshotter.join();
-  m.timers.reset();
+  // Actors first: they use the timer queues, the pool and the journal until they stop.
   caf::anon_send(m.directory, stop_atom::value);
-  m.directory = caf::actor{};
+  m.system->await_all_actors_done();
+  m.timers.reset();
+  m.passivation_checks.reset();
   m.pool.reset();
   m.journal_->wait_idle();
-  m.system->await_all_actors_done();
   m.journal_.reset();
+  m.directory = caf::actor{};
   m.system.reset();
 }
 

@@ -52,7 +52,9 @@ struct sandbox_actor_state {
   std::array<std::optional<events::time_point>, k_timer_kinds> armed;
   events::time_point sample_due{};
   std::uint64_t received = 0;
-  std::uint64_t idle_epoch = 0;
+  // Passivation: when the actor last did anything, and whether a check is scheduled.
+  std::chrono::steady_clock::time_point last_busy = std::chrono::steady_clock::now();
+  bool check_pending = false;
 
   static inline const char* name = "sandbox_actor";
 };
@@ -171,6 +173,18 @@ void start_sample(actor_t* self) {
   });
 }
 
+// Asks the passivation queue for a check after `wait` (CAF's delayed_send is not used: its
+// 0.17 clock thread crashed here under many pending delayed messages).
+void schedule_idle_check(sandbox_actor_state& st, std::chrono::steady_clock::duration wait) {
+  if (st.check_pending || !passivatable(st))
+    return;
+  st.check_pending = true;
+  const auto now =
+    std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+  st.ctx->passivation_checks->schedule(now + duration_cast<events::nanoseconds>(wait), st.id,
+                                       timer_kind::idle);
+}
+
 void after_change(actor_t* self) {
   auto& st = self->state;
   if (!step_in_flight(st.s) && !st.settling.empty()) {
@@ -181,8 +195,7 @@ void after_change(actor_t* self) {
   }
   start_step(self);
   arm_timers(self);
-  if (passivatable(st))
-    self->delayed_send(self, st.ctx->passivate_after, idle_atom::value, ++st.idle_epoch);
+  schedule_idle_check(st, st.ctx->passivate_after);
 }
 
 void pump(actor_t* self);
@@ -405,7 +418,7 @@ caf::behavior sandbox_actor(actor_t* self, actor_context* ctx, caf::actor direct
     [=](cmd_atom, request_ptr& r) {
       auto& st = self->state;
       ++st.received;
-      ++st.idle_epoch;
+      st.last_busy = std::chrono::steady_clock::now();
       if (r.value->query) {
         if (st.s.status == sandbox_status::absent || st.s.tenant != r.value->cmd.tenant)
           reply(st, r.value,
@@ -422,25 +435,32 @@ caf::behavior sandbox_actor(actor_t* self, actor_context* ctx, caf::actor direct
     },
     [=](timer_atom, std::uint8_t kind, std::int64_t deadline_ns) {
       ++self->state.received;
-      ++self->state.idle_epoch;
+      self->state.last_busy = std::chrono::steady_clock::now();
       on_timer(self, static_cast<timer_kind>(kind),
                events::time_point(events::nanoseconds(deadline_ns)));
       after_change(self);
     },
     [=](appended_atom, append_ptr& r) {
-      ++self->state.idle_epoch;
+      self->state.last_busy = std::chrono::steady_clock::now();
       on_appended(self, *r.value);
       after_change(self);
     },
     [=](result_atom, result_ptr& r) {
-      ++self->state.idle_epoch;
+      self->state.last_busy = std::chrono::steady_clock::now();
       on_result(self, *r.value);
       after_change(self);
     },
-    [=](idle_atom, std::uint64_t epoch) {
+    [=](idle_atom) {
       auto& st = self->state;
-      if (epoch != st.idle_epoch || !passivatable(st))
+      ++st.received; // forwarded by the directory, like commands and timer firings
+      st.check_pending = false;
+      if (!passivatable(st))
         return;
+      const auto idle = std::chrono::steady_clock::now() - st.last_busy;
+      if (idle < st.ctx->passivate_after) {
+        schedule_idle_check(st, st.ctx->passivate_after - idle);
+        return;
+      }
       self->send(st.directory, passive_atom::value, st.id, st.received,
                  offsets_ptr{std::make_shared<std::vector<std::int64_t>>(st.offsets)});
     },

@@ -133,11 +133,20 @@ caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
         ++e.forwarded;
         self->send(a, timer_atom::value, kind, deadline_ns);
       },
+      [=](idle_atom, const std::string& id) {
+        auto& st = self->state;
+        auto it = st.sandboxes.find(id);
+        if (it == st.sandboxes.end() || !it->second.actor)
+          return; // dormant already: nothing to check
+        ++it->second.forwarded;
+        self->send(it->second.actor, idle_atom::value);
+      },
       [=](passive_atom, const std::string& id, std::uint64_t received, offsets_ptr& offsets) {
         auto& st = self->state;
         auto it = st.sandboxes.find(id);
-        if (it == st.sandboxes.end() || !it->second.actor || it->second.forwarded != received)
-          return; // it was sent more since: it stays active and offers again when idle
+        if (it == st.sandboxes.end() || !it->second.actor || it->second.forwarded != received ||
+            self->current_sender() != caf::actor_cast<caf::strong_actor_ptr>(it->second.actor))
+          return; // sent more since, or an offer of an earlier actor: it stays active
         auto& e = it->second;
         self->send(e.actor, stop_atom::value);
         e.actor = caf::actor{};
