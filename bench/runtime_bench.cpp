@@ -129,6 +129,15 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
   sandboxd::test::temp_dir dir("bench-runtime");
   std::string data = dir.path() + "/data";
   oci_driver d({kind, data, ""});
+  // Removes whatever a failed step left, before the directory goes.
+  struct remove_all_sandboxes {
+    oci_driver& d;
+    ~remove_all_sandboxes() {
+      if (auto all = d.list())
+        for (auto& s : all.value())
+          d.remove(s.id);
+    }
+  } cleanup{d};
   template_store templates(data);
   auto base = templates.rootfs("base");
   must(base, "template base");
@@ -138,21 +147,20 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
   overlay_dirs ov{base.value(), raw + "/upper", raw + "/work", raw + "/merged"};
   for (auto& p : {ov.upper, ov.work, ov.target, raw + "/bundle"})
     fs::create_directories(p);
-  mount_overlay(ov);
-  {
-    std::ofstream(raw + "/bundle/config.json")
-      << make_config_json({ov.target, "/sandboxd/bench-raw-" + name, limits{}});
-  }
+  std::ofstream(raw + "/bundle/config.json")
+    << make_config_json({ov.target, "/sandboxd/bench-raw-" + name, limits{}});
 
   g_steps.clear();
   std::vector<double> cycles, raws;
-  driver_cycle(d, "warm"); // the first cycle builds nothing, but warms caches
-  raw_cycle(d, raw + "/bundle", "raw-warm");
-  for (int i = 0; i < iterations; ++i) {
-    cycles.push_back(driver_cycle(d, "c" + std::to_string(i)));
-    raws.push_back(raw_cycle(d, raw + "/bundle", "raw" + std::to_string(i)));
+  {
+    scoped_overlay mounted(ov);
+    driver_cycle(d, "warm"); // the first cycle builds nothing, but warms caches
+    raw_cycle(d, raw + "/bundle", "raw-warm");
+    for (int i = 0; i < iterations; ++i) {
+      cycles.push_back(driver_cycle(d, "c" + std::to_string(i)));
+      raws.push_back(raw_cycle(d, raw + "/bundle", "raw" + std::to_string(i)));
+    }
   }
-  unmount_overlay(ov, false);
   for (const char* ctrl :
        {"memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd"})
     ::rmdir((std::string("/sys/fs/cgroup/") + ctrl + "/sandboxd/bench-raw-" + name).c_str());
