@@ -41,7 +41,8 @@ struct process_result {
   bool truncated = false;
 };
 
-// Throws std::system_error when the child cannot be started (a fault).
+// Throws std::system_error when the child cannot be started (a fault). Feeding stdin
+// sets SIGPIPE to ignored for the process (a child that exits early must not kill us).
 process_result run_process(const process_options& options);
 
 // The absolute path of `name` in PATH, or empty.
