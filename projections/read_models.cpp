@@ -8,6 +8,7 @@
 
 #include <pqxx/pqxx>
 
+#include <algorithm>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -18,48 +19,60 @@ namespace {
 
 using event_list = std::vector<const positioned_event*>;
 
-// Drops the events at or below the projection's last applied sequence of their sandbox and
-// records the new highest sequences.
+// The duplicate guard of one sandbox: the highest sequence this projection applied, and
+// whether that is kept by the sandbox's `sandboxes` row (its last_seq) or needs a row of
+// its own in projection_sandbox_seq.
+struct sandbox_guard {
+  std::uint64_t last_seq = 0;
+  bool has_row = false;       // a `sandboxes` row existed before the batch
+  bool has_guard_row = false; // and a projection_sandbox_seq row
+};
+using guard_map = std::unordered_map<std::string, sandbox_guard>;
+
+// Drops the events at or below the projection's last applied sequence of their sandbox:
+// the greater of the sandbox row's last_seq (every applied event of a sandbox that has a
+// row moves it) and its projection_sandbox_seq row (kept only where no sandbox row does).
 event_list fresh_events(pqxx::transaction_base& tx, const std::string& projection,
-                        const std::vector<positioned_event>& batch, batch_outcome& outcome) {
-  std::unordered_map<std::string, std::uint64_t> last;
+                        const std::vector<positioned_event>& batch, guard_map& guards,
+                        batch_outcome& outcome) {
   pg_array ids;
   for (const auto& pe : batch)
-    if (last.emplace(pe.event.sandbox_id, 0).second)
+    if (guards.emplace(pe.event.sandbox_id, sandbox_guard{}).second)
       ids.add(pe.event.sandbox_id);
-  for (const auto& row : tx.exec_params("SELECT sandbox_id, last_seq FROM projection_sandbox_seq"
-                                        " WHERE projection = $1 AND sandbox_id = ANY($2::text[])",
-                                        projection, ids.str()))
-    last[row[0].as<std::string>()] = row[1].as<std::uint64_t>();
-  std::unordered_map<std::string, std::uint64_t> changed;
+  for (const auto& row : tx.exec_params(
+         "SELECT u.id, s.last_seq, g.last_seq FROM unnest($2::text[]) AS u(id)"
+         " LEFT JOIN sandboxes s ON s.id = u.id"
+         " LEFT JOIN projection_sandbox_seq g ON g.projection = $1 AND g.sandbox_id = u.id",
+         projection, ids.str())) {
+    auto& g = guards[row[0].as<std::string>()];
+    if (!row[1].is_null()) {
+      g.has_row = true;
+      g.last_seq = row[1].as<std::uint64_t>();
+    }
+    if (!row[2].is_null()) {
+      g.has_guard_row = true;
+      g.last_seq = std::max(g.last_seq, row[2].as<std::uint64_t>());
+    }
+  }
   event_list out;
   for (const auto& pe : batch) {
-    auto& seq = last[pe.event.sandbox_id];
-    if (pe.event.sequence <= seq) {
+    auto& g = guards[pe.event.sandbox_id];
+    if (pe.event.sequence <= g.last_seq) {
       ++outcome.duplicates;
       continue;
     }
-    seq = pe.event.sequence;
-    changed[pe.event.sandbox_id] = seq;
+    g.last_seq = pe.event.sequence;
     out.push_back(&pe);
   }
   outcome.applied = out.size();
-  if (!changed.empty()) {
-    pg_array sb, seqs;
-    for (const auto& [id, seq] : changed) {
-      sb.add(id);
-      seqs.add(seq);
-    }
-    tx.exec_params(
-      "INSERT INTO projection_sandbox_seq (projection, sandbox_id, last_seq)"
-      " SELECT $1, s, q FROM unnest($2::text[], $3::bigint[]) AS u(s, q)"
-      " ON CONFLICT (projection, sandbox_id) DO UPDATE SET last_seq = EXCLUDED.last_seq",
-      projection, sb.str(), seqs.str());
-  }
   return out;
 }
 
-void apply_sandboxes(pqxx::transaction_base& tx, const event_list& events) {
+// Writes each sandbox's row once, and the projection_sandbox_seq rows of the sandboxes whose
+// row does not carry their guard after the batch: those without a row that the batch does
+// not create, and those whose `created` the existing row ignores (ON CONFLICT DO NOTHING).
+void apply_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
+                     const event_list& events, const guard_map& guards) {
   std::vector<sandbox_patch> patches;
   std::unordered_map<std::string, std::size_t> index;
   for (const auto* pe : events) {
@@ -73,7 +86,15 @@ void apply_sandboxes(pqxx::transaction_base& tx, const event_list& events) {
   pg_array c_id, c_tenant, c_state, c_template, c_limits, c_labels, c_pause, c_bytes, c_created,
     c_updated, c_seq;
   pg_array u_id, u_state, u_pause, u_bytes, u_updated, u_seq;
+  pg_array g_id, g_seq, g_drop;
   for (const auto& p : patches) {
+    const auto& g = guards.at(p.id);
+    if (g.has_row == p.created.has_value()) {
+      g_id.add(p.id);
+      g_seq.add(g.last_seq);
+    } else if (g.has_guard_row) {
+      g_drop.add(p.id); // the sandbox row carries the guard from now on
+    }
     if (p.created) {
       const auto& r = *p.created;
       c_id.add(r.id);
@@ -121,6 +142,16 @@ void apply_sandboxes(pqxx::transaction_base& tx, const event_list& events) {
       "  AS u(id, state, pause, bytes, updated, seq)"
       " WHERE s.id = u.id",
       u_id.str(), u_state.str(), u_pause.str(), u_bytes.str(), u_updated.str(), u_seq.str());
+  if (g_id.size() > 0)
+    tx.exec_params(
+      "INSERT INTO projection_sandbox_seq (projection, sandbox_id, last_seq)"
+      " SELECT $1, s, q FROM unnest($2::text[], $3::bigint[]) AS u(s, q)"
+      " ON CONFLICT (projection, sandbox_id) DO UPDATE SET last_seq = EXCLUDED.last_seq",
+      projection, g_id.str(), g_seq.str());
+  if (g_drop.size() > 0)
+    tx.exec_params("DELETE FROM projection_sandbox_seq"
+                   " WHERE projection = $1 AND sandbox_id = ANY($2::text[])",
+                   projection, g_drop.str());
 }
 
 void apply_billing(pqxx::transaction_base& tx, const event_list& events) {
@@ -297,10 +328,11 @@ batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& project
   batch_outcome outcome;
   if (batch.empty())
     return outcome;
-  auto events = fresh_events(tx, projection, batch, outcome);
+  guard_map guards;
+  auto events = fresh_events(tx, projection, batch, guards, outcome);
   if (events.empty())
     return outcome;
-  apply_sandboxes(tx, events);
+  apply_sandboxes(tx, projection, events, guards);
   apply_billing(tx, events);
   apply_audit(tx, events);
   return outcome;

@@ -191,6 +191,30 @@ BOOST_FIXTURE_TEST_CASE(events_delivered_twice_change_nothing, fixture) {
     BOOST_TEST(l.lag() == 0);
 }
 
+// A sandbox whose `created` this projection never applied has no `sandboxes` row to carry its
+// duplicate guard: projection_sandbox_seq keeps it, and its events delivered again still
+// change nothing.
+BOOST_FIXTURE_TEST_CASE(events_of_a_sandbox_without_a_row_delivered_twice_change_nothing, fixture) {
+  sandbox_events orphan("sb-orphan", "acme", t0_ns);
+  orphan.created(512).started().exec("echo 1").sampled(gib);
+  std::vector<events::event> tail(orphan.events().begin() + 1, orphan.events().end());
+  test::append_all(*log, tail);
+  project();
+  BOOST_TEST(as_i64(query("SELECT count(*) FROM sandboxes")[0][0]) == 0);
+  BOOST_TEST(as_i64(query("SELECT count(*) FROM audit_log")[0][0]) ==
+             static_cast<std::int64_t>(tail.size()));
+  BOOST_TEST(as_i64(query("SELECT last_seq FROM projection_sandbox_seq"
+                          " WHERE sandbox_id = 'sb-orphan'")[0][0]) == 4);
+  std::string before = snapshot();
+
+  test::append_all(*log, tail);
+  projector p(*log, conninfo, options());
+  p.catch_up();
+  BOOST_TEST(p.status().applied == 0u);
+  BOOST_TEST(p.status().duplicates == tail.size());
+  BOOST_TEST(snapshot() == before);
+}
+
 BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql, fixture) {
   test::append_all(*log, test::mixed_stream(6, 1, t0_ns));
   project();
