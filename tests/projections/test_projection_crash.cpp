@@ -20,6 +20,7 @@
 #include <algorithm>
 #include <csignal>
 #include <cstdlib>
+#include <memory>
 #include <random>
 #include <sys/wait.h>
 #include <thread>
@@ -70,16 +71,33 @@ int wait_child(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status);
 }
 
-std::int64_t committed(const std::string& conninfo) {
-  try {
-    pqxx::connection c(conninfo);
-    pqxx::work tx(c);
-    return tx.exec1("SELECT coalesce(sum(next_offset), 0) FROM live.projection_offsets")[0]
-      .as<std::int64_t>();
-  } catch (const pqxx::sql_error&) {
-    return 0; // the first child has not made the table yet
+// How many records the child has committed (the sum of its stored offsets), read over one
+// connection that is reopened after PostgreSQL was restarted; 0 before the first child made
+// the table. Polling over a kept connection takes well under a millisecond, so the parent
+// sees the child's progress batch by batch.
+class progress_probe {
+public:
+  explicit progress_probe(std::string conninfo) : conninfo_(std::move(conninfo)) {}
+
+  std::int64_t committed() {
+    try {
+      if (!conn_ || !conn_->is_open())
+        conn_ = std::make_unique<pqxx::connection>(conninfo_);
+      pqxx::nontransaction tx(*conn_);
+      return tx.exec1("SELECT coalesce(sum(next_offset), 0) FROM live.projection_offsets")[0]
+        .as<std::int64_t>();
+    } catch (const pqxx::sql_error&) {
+      return 0; // the first child has not made the table yet
+    } catch (const pqxx::broken_connection&) {
+      conn_.reset();
+      return -1; // PostgreSQL is restarting
+    }
   }
-}
+
+private:
+  std::string conninfo_;
+  std::unique_ptr<pqxx::connection> conn_;
+};
 
 } // namespace
 
@@ -122,22 +140,32 @@ BOOST_AUTO_TEST_CASE(sigkilled_projector_and_restarted_postgres_equal_a_rebuild)
   std::mt19937 rng(std::random_device{}());
   auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
   const auto total = static_cast<std::int64_t>(stream.size());
-  // Waits until the child has committed at least `target` records (polling PostgreSQL).
+  progress_probe probe(pg.conninfo());
+  auto committed = [&] {
+    for (;;) {
+      if (auto n = probe.committed(); n >= 0)
+        return n;
+      std::this_thread::sleep_for(10ms);
+    }
+  };
+  // Waits until the child has committed at least `target` records, or the whole stream
+  // (nothing more can come then), or a minute has passed.
   auto wait_progress = [&](std::int64_t target) {
+    target = std::min(target, total);
     auto deadline = std::chrono::steady_clock::now() + 60s;
     std::int64_t done = 0;
-    while ((done = committed(pg.conninfo())) < target &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(2ms);
+    while ((done = probe.committed()) < target && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(1ms);
     return done;
   };
   const int rounds = 10;
   int kills_mid_stream = 0;
   int pg_restarts = 0;
   for (int round = 0; round < rounds; ++round) {
-    std::int64_t before = committed(pg.conninfo());
-    // Kill somewhere in the next stretch of the stream, never at its end.
-    std::int64_t stretch = (total * 9 / 10 - before) / (rounds - round);
+    std::int64_t before = committed();
+    // Kill within the first half of this round's share of what is left, so the child's
+    // progress between the poll that sees the target and the kill stays short of the end.
+    std::int64_t stretch = (total - before) / (2 * (rounds - round));
     std::int64_t target =
       before + 1 + pick(0, static_cast<int>(std::max<std::int64_t>(stretch, 1)));
     pid_t child = spawn_child("run");
@@ -150,10 +178,10 @@ BOOST_AUTO_TEST_CASE(sigkilled_projector_and_restarted_postgres_equal_a_rebuild)
       pg.start();
       wait_progress(seen + 1); // reconnected and committing again
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 30)));
+    std::this_thread::sleep_for(std::chrono::milliseconds(pick(0, 10)));
     ::kill(child, SIGKILL);
     BOOST_TEST(wait_child(child) == -SIGKILL);
-    auto done = committed(pg.conninfo());
+    auto done = committed();
     BOOST_TEST_MESSAGE("round " << round << ": " << done << " of " << total << " records");
     if (done > before && done < total)
       ++kills_mid_stream;
@@ -163,7 +191,7 @@ BOOST_AUTO_TEST_CASE(sigkilled_projector_and_restarted_postgres_equal_a_rebuild)
                                       << " PostgreSQL restarts");
 
   BOOST_TEST_REQUIRE(wait_child(spawn_child("finish")) == 0);
-  BOOST_TEST(committed(pg.conninfo()) == total);
+  BOOST_TEST(committed() == total);
 
   events::file_log log(log_options(log_dir));
   auto report = rebuild_and_compare(log, pg.conninfo(), k_schema, "rebuilt");
