@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <thread>
+#include <unistd.h>
 
 namespace sandboxd::runtime {
 namespace {
@@ -26,15 +27,37 @@ void append_capped(std::string& to, std::string_view data, const exec_request& r
     req.on_output(which, data);
 }
 
+// Makes the driver's directories; returns the journal's path.
+std::string prepare(const std::string& data_dir) {
+  std::filesystem::create_directories(data_dir + "/sandboxes");
+  std::filesystem::create_directories(data_dir + "/empty-root");
+  return data_dir + "/hollow.journal";
+}
+
 } // namespace
 
-hollow_driver::hollow_driver(hollow_options options) : options_(std::move(options)) {
-  std::filesystem::create_directories(options_.data_dir + "/sandboxes");
-}
+hollow_driver::hollow_driver(hollow_options options)
+    : options_(std::move(options)), empty_root_(options_.data_dir + "/empty-root"),
+      table_(prepare(options_.data_dir), options_.sync) {}
 
 void hollow_driver::wait_latency() const {
   if (options_.latency.count() > 0)
     std::this_thread::sleep_for(options_.latency);
+}
+
+outcome<sandbox_info> hollow_driver::find(const std::string& id) const {
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  std::lock_guard<std::mutex> g(mu_);
+  const sandbox_info* info = table_.find(id);
+  if (!info || removing_.count(id))
+    return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
+  return *info;
+}
+
+std::string hollow_driver::read_root(const std::string& id) const {
+  std::string root = root_of(options_.data_dir, id);
+  return ::access(root.c_str(), F_OK) == 0 ? root : empty_root_;
 }
 
 outcome<sandbox_info> hollow_driver::create(const create_request& req) {
@@ -46,33 +69,34 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
                       "driver hollow supports only network policy none; drop the network request");
   if (req.template_name.empty())
     return make_error(errc::invalid_argument, "empty template name; use base");
-  std::lock_guard<std::mutex> g(locks_.of(req.id));
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
-    std::string dir = sandbox_dir(options_.data_dir, req.id);
-    if (std::filesystem::exists(dir))
+    std::lock_guard<std::mutex> g(mu_);
+    // A directory without a table entry is the remains of a sandbox the journal lost
+    // (a power loss without sync); remove() clears it.
+    if (table_.find(req.id) || ::access(sandbox_dir(options_.data_dir, req.id).c_str(), F_OK) == 0)
       return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
-    std::filesystem::create_directories(dir + "/upper");
-    sandbox_record r;
-    r.info.id = req.id;
-    r.info.template_name = req.template_name;
-    r.info.limits = req.limits;
-    r.info.status = sandbox_status::created;
-    save_record(options_.data_dir, r);
-    return r.info;
+    sandbox_info info;
+    info.id = req.id;
+    info.template_name = req.template_name;
+    info.limits = req.limits;
+    info.status = sandbox_status::created;
+    table_.insert(info);
+    return info;
   });
 }
 
 outcome<void> hollow_driver::transition(const std::string& id, operation op, sandbox_status to) {
   wait_latency();
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
   return guard_faults("sandbox " + id, [&]() -> outcome<void> {
-    auto r = find_record(options_.data_dir, id);
-    if (!r)
-      return r.err();
-    if (auto c = check_allowed(r->info, op); !c)
+    std::lock_guard<std::mutex> g(mu_);
+    const sandbox_info* info = table_.find(id);
+    if (!info || removing_.count(id))
+      return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
+    if (auto c = check_allowed(*info, op); !c)
       return c;
-    r->info.status = to;
-    save_record(options_.data_dir, r.value());
+    table_.set_status(id, to);
     return {};
   });
 }
@@ -93,14 +117,14 @@ outcome<void> hollow_driver::resume(const std::string& id) {
 
 outcome<exec_result> hollow_driver::exec(const std::string& id, const exec_request& req) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
+  auto r = find(id);
   if (!r)
     return r.err();
-  if (auto c = check_allowed(r->info, operation::exec); !c)
+  if (auto c = check_allowed(r.value(), operation::exec); !c)
     return c.err();
   if (req.argv.empty())
     return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
-  const auto cap = r->info.limits.max_output_bytes;
+  const auto cap = r->limits.max_output_bytes;
   exec_result res;
   const std::string& prog = req.argv[0];
   auto out = [&](output_stream s, std::string_view d) {
@@ -129,79 +153,104 @@ outcome<exec_result> hollow_driver::exec(const std::string& id, const exec_reque
 
 outcome<void> hollow_driver::remove(const std::string& id) {
   wait_latency();
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  const std::string dir = sandbox_dir(options_.data_dir, id);
   return guard_faults("remove sandbox " + id, [&]() -> outcome<void> {
-    auto r = find_record(options_.data_dir, id);
-    std::string dir = sandbox_dir(options_.data_dir, id);
-    if (!r && !(r.code() == errc::not_found && std::filesystem::exists(dir)))
-      return r.err();
-    std::filesystem::remove_all(dir);
+    bool known = false;
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      if (removing_.count(id))
+        return make_error(errc::not_found, "sandbox " + id + " is being removed already");
+      known = table_.find(id) != nullptr;
+      if (!known && ::access(dir.c_str(), F_OK) != 0)
+        return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
+      removing_.insert(id);
+    }
+    // The files go first: a crash in between leaves an entry whose removal is retried.
+    try {
+      std::filesystem::remove_all(dir);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(mu_);
+      removing_.erase(id);
+      throw;
+    }
+    std::lock_guard<std::mutex> g(mu_);
+    removing_.erase(id);
+    if (known)
+      table_.erase(id);
     return {};
   });
 }
 
 outcome<std::string> hollow_driver::read_file(const std::string& id, const std::string& path) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
+  auto r = find(id);
   if (!r)
     return r.err();
-  return read_file_in_root(root_of(options_.data_dir, id), path, r->info.limits.max_file_bytes);
+  return read_file_in_root(read_root(id), path, r->limits.max_file_bytes);
 }
 
 outcome<void> hollow_driver::write_file(const std::string& id, const std::string& path,
                                         std::string_view content, std::uint32_t mode) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
-  if (!r)
-    return r.err();
-  if (auto c = check_allowed(r->info, operation::write); !c)
-    return c;
-  return write_file_in_root(root_of(options_.data_dir, id), path, content, mode,
-                            r->info.limits.max_file_bytes);
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  const std::string root = root_of(options_.data_dir, id);
+  return guard_faults("write to sandbox " + id, [&]() -> outcome<void> {
+    std::uint64_t max_bytes = 0;
+    {
+      // The layer is made under the lock, so a remove() either sees it or refuses this
+      // call first.
+      std::lock_guard<std::mutex> g(mu_);
+      const sandbox_info* info = table_.find(id);
+      if (!info || removing_.count(id))
+        return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
+      if (auto c = check_allowed(*info, operation::write); !c)
+        return c;
+      max_bytes = info->limits.max_file_bytes;
+      std::filesystem::create_directories(root);
+    }
+    return write_file_in_root(root, path, content, mode, max_bytes);
+  });
 }
 
 outcome<std::vector<dir_entry>> hollow_driver::list_dir(const std::string& id,
                                                         const std::string& path) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
+  auto r = find(id);
   if (!r)
     return r.err();
-  return list_dir_in_root(root_of(options_.data_dir, id), path);
+  return list_dir_in_root(read_root(id), path);
 }
 
 outcome<file_info> hollow_driver::stat(const std::string& id, const std::string& path) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
+  auto r = find(id);
   if (!r)
     return r.err();
-  return stat_in_root(root_of(options_.data_dir, id), path);
+  return stat_in_root(read_root(id), path);
 }
 
 outcome<usage_info> hollow_driver::usage(const std::string& id) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
+  auto r = find(id);
   if (!r)
     return r.err();
   usage_info u;
-  u.writable_bytes = tree_bytes(root_of(options_.data_dir, id));
+  u.writable_bytes = tree_bytes(root_of(options_.data_dir, id)); // a missing layer is 0
   return u;
 }
 
 outcome<sandbox_info> hollow_driver::inspect(const std::string& id) {
   wait_latency();
-  auto r = find_record(options_.data_dir, id);
-  if (!r)
-    return r.err();
-  return r->info;
+  return find(id);
 }
 
 outcome<std::vector<sandbox_info>> hollow_driver::list() {
   wait_latency();
-  std::vector<sandbox_info> out;
-  for (const auto& id : sandbox_ids(options_.data_dir))
-    if (auto r = load_record(options_.data_dir, id))
-      out.push_back(r->info);
-  return out;
+  std::lock_guard<std::mutex> g(mu_);
+  return table_.all();
 }
 
 } // namespace sandboxd::runtime

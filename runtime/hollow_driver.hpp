@@ -1,9 +1,14 @@
 // hollow_driver — a driver with no processes, for control-plane scale benchmarks and
 // actor tests only; never a default. It keeps the same lifecycle rules and file
 // semantics as the real drivers (see lifecycle_rules.hpp, rooted_fs.hpp), with the
-// sandbox's files in a plain directory and its state in `sandbox.json`, so it
-// survives a restart of the process: a new hollow_driver on the same data directory
-// sees every sandbox.
+// sandbox's files in a plain directory, `<data_dir>/sandboxes/<id>/upper`, made when the
+// first file is written, and every sandbox's status in memory and in an append-only
+// journal (hollow_table.hpp), so it survives a restart of the process: a new
+// hollow_driver on the same data directory sees every sandbox. One driver per data
+// directory at a time.
+//
+// State changes are serialised by one mutex held for an in-memory change and one
+// write(); removing a sandbox's files, file operations and exec run outside it.
 //
 // exec runs no program. It understands `echo ARGS...` (prints ARGS and a newline),
 // `cat` (copies stdin), `true` and `false`; any other program exits 127 with a
@@ -11,17 +16,23 @@
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/hollow_table.hpp"
 #include "runtime/lifecycle_rules.hpp"
-#include "runtime/sandbox_locks.hpp"
 
 #include <chrono>
+#include <mutex>
+#include <optional>
 #include <string>
+#include <unordered_set>
 
 namespace sandboxd::runtime {
 
 struct hollow_options {
   std::string data_dir; // created if missing
   std::chrono::microseconds latency{0};
+  // fdatasync the journal on every state change. Off, a crash of the process loses
+  // nothing (the page cache keeps every write); a power loss may lose the last changes.
+  bool sync = false;
 };
 
 class hollow_driver final : public driver {
@@ -47,9 +58,17 @@ public:
 private:
   void wait_latency() const;
   outcome<void> transition(const std::string& id, operation op, sandbox_status to);
+  // The sandbox's info, or not_found (also while it is being removed).
+  outcome<sandbox_info> find(const std::string& id) const;
+  // The directory file reads resolve in: the sandbox's layer, or an empty directory
+  // while it has none.
+  std::string read_root(const std::string& id) const;
 
   hollow_options options_;
-  sandbox_locks locks_;
+  std::string empty_root_;
+  mutable std::mutex mu_; // guards table_ and removing_
+  hollow_table table_;
+  std::unordered_set<std::string> removing_;
 };
 
 } // namespace sandboxd::runtime
