@@ -13,7 +13,11 @@
 // snapshots. The file log lives on the disk under /tmp (real fdatasync); the hollow
 // driver's data directory lives on /dev/shm, its journal not synced (it stands in for a
 // runtime, whose own durability is not what this measures).
-// Usage: control_plane_bench [--json] [--sandboxes N] [--seconds S]
+// Also printed: CPU time (user + system, the whole process) per command in the throughput
+// run, a figure the load of other processes on the machine hardly moves.
+// Usage: control_plane_bench [--json] [--sandboxes N] [--seconds S] [--log-on-shm]
+//   --log-on-shm  the file log on /dev/shm too (fdatasync costs nothing): what the control
+//                 plane does without the disk, for diagnosis; not the target figure.
 #include "actors/control_plane.hpp"
 #include "actors/state_snapshot.hpp"
 #include "events/file_log.hpp"
@@ -21,6 +25,7 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <malloc.h>
+#include <sys/resource.h>
 
 #include <algorithm>
 #include <atomic>
@@ -47,6 +52,15 @@ namespace {
 double seconds_since(steady::time_point t) {
   return std::chrono::duration<double>(steady::now() - t).count();
 }
+
+double cpu_seconds() {
+  struct rusage u {};
+  ::getrusage(RUSAGE_SELF, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
+
+bool log_on_shm = false;
 
 std::size_t rss_bytes() {
   std::ifstream in("/proc/self/statm");
@@ -102,7 +116,10 @@ struct node {
     driver = std::make_unique<rt::hollow_driver>(rt::hollow_options{shm, {}});
     options.driver = driver.get();
   }
-  void open_log() { log = std::make_unique<ev::file_log>(ev::file_log_options{disk / "log", 8}); }
+  void open_log() {
+    log = std::make_unique<ev::file_log>(
+      ev::file_log_options{log_on_shm ? shm + "/log" : disk / "log", 8});
+  }
   void start() {
     if (!log)
       open_log();
@@ -215,12 +232,14 @@ int main(int argc, char** argv) {
       sandboxes = std::stoul(argv[++i]);
     else if (a == "--seconds" && i + 1 < argc)
       seconds = std::stod(argv[++i]);
+    else if (a == "--log-on-shm")
+      log_on_shm = true;
   }
-  std::printf("control_plane_bench: %u cores, hollow driver on /dev/shm, file log on disk\n",
-              std::thread::hardware_concurrency());
+  std::printf("control_plane_bench: %u cores, hollow driver on /dev/shm, file log on %s\n",
+              std::thread::hardware_concurrency(), log_on_shm ? "/dev/shm" : "disk");
 
   // --- throughput, closed loop ----------------------------------------------------------
-  double commands_per_s = 0, p99_ms = 0, p50_ms = 0, offered = 0, raw_per_s = 0;
+  double commands_per_s = 0, p99_ms = 0, p50_ms = 0, offered = 0, raw_per_s = 0, cpu_us = 0;
   {
     node n;
     n.start();
@@ -230,12 +249,15 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_for(1s); // warm-up
     const auto c0 = run.commands.load();
     const auto t0 = steady::now();
+    const double cpu0 = cpu_seconds();
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
-    commands_per_s = static_cast<double>(run.commands.load() - c0) / seconds_since(t0);
+    const auto commands = static_cast<double>(run.commands.load() - c0);
+    commands_per_s = commands / seconds_since(t0);
+    cpu_us = (cpu_seconds() - cpu0) * 1e6 / std::max(commands, 1.0);
     run.drain();
     std::printf("throughput: %.0f commands/s (create, pause, resume, delete; settled replies), "
-                "%llu failures\n",
-                commands_per_s, static_cast<unsigned long long>(run.failures.load()));
+                "%llu failures; CPU %.1f us per command\n",
+                commands_per_s, static_cast<unsigned long long>(run.failures.load()), cpu_us);
 
     // --- latency at half load, open loop -------------------------------------------------
     cycle_runner half{*n.plane};
@@ -341,12 +363,13 @@ int main(int argc, char** argv) {
 
   if (json)
     std::printf(
-      "{\"commands_per_s\": %.0f, \"command_p99_ms\": %.2f, \"command_p50_ms\": %.2f, "
+      "{\"commands_per_s\": %.0f, \"cpu_us_per_command\": %.1f, \"command_p99_ms\": %.2f, "
+      "\"command_p50_ms\": %.2f, "
       "\"offered_commands_per_s\": %.0f, \"bytes_per_idle_sandbox\": %.0f, \"recovery_s\": %.3f, "
       "\"recovery_sandboxes\": %llu, \"recovery_log_events\": %llu, "
       "\"recovery_tail_events\": %llu, \"reference_full_replay_s\": %.3f, "
       "\"reference_hollow_driver_commands_per_s\": %.0f}\n",
-      commands_per_s, p99_ms, p50_ms, offered, bytes_per_idle, recovery_s,
+      commands_per_s, cpu_us, p99_ms, p50_ms, offered, bytes_per_idle, recovery_s,
       static_cast<unsigned long long>(recovered), static_cast<unsigned long long>(total_events),
       static_cast<unsigned long long>(tail), full_replay_s, raw_per_s);
 }
