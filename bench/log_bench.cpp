@@ -1,11 +1,13 @@
 // log_bench — throughput and latency of the event log, each next to the reference it is
 // measured against in the same run:
-//   file_log appends (256-byte records, fsync on, 64 concurrent appenders) against a plain
+//   file_log appends (256-byte records, fsync on, 64 concurrent appenders, each waiting in
+//   append_and_wait; and again each waiting on append's future) against a plain
 //   write + fdatasync loop writing the very batch sizes file_log's group commit wrote;
 //   file_log reads; kafka_log appends against a plain librdkafka producer loop, both on
 //   one real broker (started here) with the same durability settings.
 // Usage: log_bench [--json] [--records-per-appender N] [--kafka-records N] [--no-kafka]
-// With --json the last line is one JSON object with every figure.
+// With --json the last line is one JSON object with every figure: file_append_per_s and
+// its reference are the append_and_wait run; file_future_* the same with append().get().
 #include "events/file_log.hpp"
 #include "events/file_log_format.hpp"
 #include "events/kafka_log.hpp"
@@ -94,8 +96,9 @@ double fsync_reference(int fd, const std::vector<std::size_t>& sizes) {
 }
 
 // Appends and the reference alternate in rounds, so both see the same disk: on a shared
-// machine the cost of an fdatasync drifts from one second to the next.
-file_figures bench_file(int per_appender, int rounds) {
+// machine the cost of an fdatasync drifts from one second to the next. `future`: the
+// appenders wait on append()'s future (a callback per append) instead of append_and_wait.
+file_figures bench_file(int per_appender, int rounds, bool future, bool reads) {
   sandboxd::test::temp_dir tmp{"log-bench"};
   file_figures f;
   file_log_options o;
@@ -128,7 +131,8 @@ file_figures bench_file(int per_appender, int rounds) {
           const std::string key = "sb_bench_" + std::to_string(t);
           for (int i = 0; i < per; ++i) {
             const auto a0 = clock_type::now();
-            auto r = log.append({{key, record_value(static_cast<std::size_t>(i))}}).get();
+            std::vector<log_record> batch = {{key, record_value(static_cast<std::size_t>(i))}};
+            auto r = future ? log.append(std::move(batch)).get() : log.append_and_wait(batch);
             lat[t].push_back(seconds_since(a0) * 1000.0);
             failures += !r.ok();
           }
@@ -157,7 +161,7 @@ file_figures bench_file(int per_appender, int rounds) {
     // Reads: every partition from the start, twice, in chunks of 1000.
     std::size_t read = 0;
     const auto r0 = clock_type::now();
-    for (int round = 0; round < 2; ++round)
+    for (int round = 0; reads && round < 2; ++round)
       for (std::int32_t p = 0; p < log.partitions(); ++p) {
         std::int64_t at = 0;
         for (;;) {
@@ -314,13 +318,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto f = bench_file(per_appender, rounds);
-  std::printf("file_log append: %.0f records/s (%d appenders, %zu-byte records, fsync on; "
-              "%.1f records per group commit; ack p50 %.2f ms, p99 %.2f ms)\n",
-              f.append_per_s, k_appenders, k_record_bytes, f.mean_batch_records, f.ack_p50_ms,
-              f.ack_p99_ms);
-  std::printf("write+fdatasync of the same batches: %.0f records/s (file_log at %.2f of it)\n",
-              f.limit_per_s, f.append_per_s / f.limit_per_s);
+  auto f = bench_file(per_appender, rounds, false, true);
+  auto ff = bench_file(per_appender, rounds, true, false);
+  for (const auto& [what, x] : {std::pair{"append_and_wait", &f}, std::pair{"append().get()", &ff}})
+    std::printf("file_log %s: %.0f records/s (%d appenders, %zu-byte records, fsync on; "
+                "%.1f records per group commit; ack p50 %.2f ms, p99 %.2f ms); "
+                "write+fdatasync of the same batches: %.0f records/s (file_log at %.2f of it)\n",
+                what, x->append_per_s, k_appenders, k_record_bytes, x->mean_batch_records,
+                x->ack_p50_ms, x->ack_p99_ms, x->limit_per_s, x->append_per_s / x->limit_per_s);
   std::printf("file_log read: %.0f records/s\n", f.read_per_s);
   kafka_figures k;
   if (kafka) {
@@ -335,6 +340,11 @@ int main(int argc, char** argv) {
                 "\"file_mean_batch_records\": %.1f, \"file_read_per_s\": %.0f",
                 f.append_per_s, f.limit_per_s, f.append_per_s / f.limit_per_s, f.ack_p50_ms,
                 f.ack_p99_ms, f.mean_batch_records, f.read_per_s);
+    std::printf(", \"file_future_append_per_s\": %.0f, \"file_future_limit_per_s\": %.0f, "
+                "\"file_future_vs_limit\": %.3f, \"file_future_ack_p50_ms\": %.3f, "
+                "\"file_future_ack_p99_ms\": %.3f, \"file_future_mean_batch_records\": %.1f",
+                ff.append_per_s, ff.limit_per_s, ff.append_per_s / ff.limit_per_s, ff.ack_p50_ms,
+                ff.ack_p99_ms, ff.mean_batch_records);
     if (kafka)
       std::printf(", \"kafka_append_per_s\": %.0f, \"raw_rdkafka_per_s\": %.0f, "
                   "\"kafka_vs_raw\": %.3f",

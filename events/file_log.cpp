@@ -4,16 +4,21 @@
 #include "events/file_log_segment.hpp"
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
+#include <climits>
 #include <condition_variable>
 #include <cstring>
 #include <deque>
 #include <fcntl.h>
 #include <filesystem>
+#include <linux/futex.h>
 #include <mutex>
 #include <shared_mutex>
 #include <sys/file.h>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
@@ -34,12 +39,51 @@ struct location {
   std::uint32_t position;
 };
 
-// One append waiting for the writer: its records are already encoded in the pending body.
+// One queued record: already encoded in the pending body, its offset already assigned.
+struct queued_record {
+  std::int32_t partition;
+  std::int64_t offset;
+  std::uint32_t body_position; // within the body of its batch
+};
+
+// An append with a callback: its records are [first, first + count) of its batch's records.
+// Appends that wait (append_and_wait) have none; they watch the batch numbers instead.
 struct pending_append {
   append_callback done;
-  std::vector<record_position> positions;
-  std::vector<std::uint32_t> body_positions; // of each record, within the pending body
+  std::uint32_t first;
+  std::uint32_t count;
 };
+
+// One group commit's worth of appends, filled under the queue lock and then handed whole
+// to the writer (and, with its outcome, to the completion thread).
+struct batch_buffer {
+  std::uint64_t number = 0;
+  std::string body;
+  std::vector<queued_record> records;
+  std::vector<pending_append> appends; // the ones with a callback
+  std::size_t waiting = 0;             // appends without a callback (append_and_wait)
+
+  void clear() {
+    body.clear();
+    records.clear();
+    appends.clear();
+    waiting = 0;
+  }
+};
+
+// Wakes every thread in futex_wait on `word`. One system call whatever their number: the
+// kernel queues the wake-ups of one CPU together. (std::atomic::wait is not used: before
+// sleeping it yields the CPU a few times, a context switch each with 64 appenders.)
+void futex_wake_all(std::atomic<std::uint32_t>& word) {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAKE_PRIVATE, INT_MAX,
+            nullptr, nullptr, 0);
+}
+
+// Sleeps while `word` holds `seen` (returns at once if it no longer does, or spuriously).
+void futex_wait(std::atomic<std::uint32_t>& word, std::uint32_t seen) {
+  ::syscall(SYS_futex, reinterpret_cast<std::uint32_t*>(&word), FUTEX_WAIT_PRIVATE, seen, nullptr,
+            nullptr, 0);
+}
 
 std::string read_small_file(const std::string& path) {
   std::string out;
@@ -83,16 +127,23 @@ struct file_log::impl {
   file_log_recovery recovery;
 
   // Appends not yet taken by the writer. Offsets are assigned here, in queue order, which
-  // is also the order the writer stores them in.
+  // is also the order the writer stores them in. `pending.number` is the number of the
+  // batch they will be committed in (batches are numbered from 1 in commit order).
   std::mutex queue_mu;
   std::condition_variable work_cv;  // the writer waits for appends
   std::condition_variable space_cv; // appenders wait for max_pending_bytes
-  std::string pending_body;
-  std::uint32_t pending_count = 0;
-  std::vector<pending_append> pending;
+  batch_buffer pending;
   std::vector<std::int64_t> next_offset; // per partition, queued records included
   bool closing = false;
   std::optional<error> failed; // set once a write or sync failed
+
+  // Appenders in append_and_wait: batch `n` is over (synced, or failed) once
+  // `finished_batches >= n`; it failed when `n >= first_failed_batch`. After publishing a
+  // batch's outcome the completion thread bumps `batch_signal[n % 4]` and wakes every
+  // thread waiting on it: one wake-up call per group commit, not one per append.
+  std::atomic<std::uint64_t> finished_batches{0};
+  std::atomic<std::uint64_t> first_failed_batch{UINT64_MAX};
+  std::array<std::atomic<std::uint32_t>, 4> batch_signal{};
 
   // What readers see: only records whose batch was synced.
   mutable std::shared_mutex index_mu;
@@ -109,15 +160,17 @@ struct file_log::impl {
   std::vector<fmt::index_entry> active_entries;
   std::thread writer;
 
-  // Completions run on their own thread, in commit order, so the writer starts the next
-  // write as soon as a sync returns.
+  // Appenders are released (callbacks run, append_and_wait returns) on their own thread,
+  // in commit order, so the writer starts the next write as soon as a sync returns: waking
+  // 30 threads costs about as long as a sync on a 2-CPU VM.
   struct finished_batch {
-    std::vector<pending_append> appends;
+    batch_buffer batch;
     std::optional<error> failure;
   };
   std::mutex done_mu;
   std::condition_variable done_cv;
   std::deque<finished_batch> finished;
+  std::vector<batch_buffer> spare; // buffers the completion thread is done with
   bool writer_done = false;
   std::thread completer;
   std::thread::id completer_id;
@@ -129,7 +182,18 @@ struct file_log::impl {
   void open_segments();
   void run_writer();
   void run_completer();
-  void commit(std::string& body, std::uint32_t count, std::vector<pending_append>& appends);
+  // Writes and syncs `batch`, releasing `synced` (the previous batch) between the write and
+  // the sync; then `synced` is this batch, and `batch` an empty buffer.
+  void commit(batch_buffer& batch, std::optional<finished_batch>& synced);
+  // Hands a synced (or failed) batch to the completion thread, which releases its
+  // appenders.
+  void release(finished_batch done);
+  batch_buffer spare_buffer(); // an empty buffer, with room from an earlier batch if any
+  // Checks `batch` and queues it; returns the refusal instead when the batch is invalid
+  // or the log takes no more appends. `done` may be empty (append_and_wait).
+  std::optional<error> enqueue(const std::vector<log_record>& batch, append_callback& done,
+                               std::vector<record_position>& positions, std::uint64_t& number);
+  std::string describe() const { return "file log " + options.dir; }
   void roll(std::uint64_t batch_size);
   [[noreturn]] void corrupt(const log_segment& s, std::uint64_t position,
                             const std::string& problem) const;
@@ -147,6 +211,7 @@ file_log::impl::impl(const file_log_options& o) : options(o) {
   std::filesystem::create_directories(options.dir, ec);
   if (ec)
     throw log_fault("file log: cannot create " + options.dir + ": " + ec.message());
+  pending.number = 1;
   lock_directory();
   try {
     open_segments();
@@ -332,43 +397,35 @@ void file_log::impl::open_segments() {
 }
 
 void file_log::impl::run_writer() {
-  std::string body;
-  std::vector<pending_append> appends;
-  // Group commit. Appenders that wait for their acknowledgement before appending again
-  // split into two halves that take turns: one half's sync is in flight while the other
-  // half queues. `expected` is how many appends the last commit carried plus how many
-  // queued during it; when fewer are queued, the writer gives the appenders the last
-  // commit released a moment (at most half a sync, and never more than 1 ms) to come
-  // back, so that one sync serves them all.
-  std::size_t expected = 0;
-  std::chrono::nanoseconds last_sync{0};
+  // Group commit without waiting: as soon as a sync returned, the writer takes everything
+  // queued meanwhile and writes it, so the disk never idles while appends wait. Appenders
+  // that wait for their acknowledgement before appending again then split into two halves
+  // that take turns: one half's sync is in flight while the other half queues. (Waiting
+  // for the half just released to come back makes bigger batches, but the disk idles
+  // meanwhile, and with many appender threads on few CPUs it idled longer than a sync.)
+  batch_buffer batch;
+  std::optional<finished_batch> synced; // its appenders are not released yet: see commit()
   for (;;) {
-    std::uint32_t count;
     {
       std::unique_lock l(queue_mu);
-      work_cv.wait(l, [&] { return !pending.empty() || closing; });
-      if (pending.empty())
-        return;
-      if (pending.size() < expected && last_sync.count() > 0) {
-        auto gather =
-          std::min<std::chrono::nanoseconds>(last_sync / 2, std::chrono::milliseconds(1));
-        work_cv.wait_for(l, gather, [&] { return pending.size() >= expected || closing; });
+      if (pending.records.empty() && synced) {
+        l.unlock();
+        release(std::move(*synced));
+        synced.reset();
+        l.lock();
       }
-      body.clear();
-      appends.clear();
-      std::swap(body, pending_body);
-      std::swap(appends, pending);
-      count = pending_count;
-      pending_count = 0;
+      work_cv.wait(l, [&] { return !pending.records.empty() || closing; });
+      if (pending.records.empty())
+        break;
+      batch.clear();
+      std::swap(batch, pending);
+      pending.number = batch.number + 1;
     }
     space_cv.notify_all();
-    const std::size_t carried = appends.size();
-    const auto started = std::chrono::steady_clock::now();
-    commit(body, count, appends);
-    last_sync = std::chrono::steady_clock::now() - started;
-    std::lock_guard l(queue_mu);
-    expected = carried + pending.size();
+    commit(batch, synced);
   }
+  if (synced)
+    release(std::move(*synced));
 }
 
 void file_log::impl::roll(std::uint64_t batch_size) {
@@ -389,8 +446,7 @@ void file_log::impl::roll(std::uint64_t batch_size) {
   active_entries.clear();
 }
 
-void file_log::impl::commit(std::string& body, std::uint32_t count,
-                            std::vector<pending_append>& appends) {
+void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& synced) {
   std::optional<error> failure;
   {
     std::lock_guard l(queue_mu);
@@ -399,8 +455,8 @@ void file_log::impl::commit(std::string& body, std::uint32_t count,
   if (!failure) {
     try {
       char header[fmt::k_batch_header_size];
-      fmt::make_batch_header(header, body, count);
-      const std::uint64_t batch_size = sizeof header + body.size();
+      fmt::make_batch_header(header, batch.body, static_cast<std::uint32_t>(batch.records.size()));
+      const std::uint64_t batch_size = sizeof header + batch.body.size();
       if (active->size() + batch_size > active->capacity()) {
         if (active->size() > fmt::k_segment_header_size)
           roll(batch_size);
@@ -408,18 +464,25 @@ void file_log::impl::commit(std::string& body, std::uint32_t count,
           active->remap(active->size() + batch_size); // no record points into it yet
       }
       const std::uint64_t base = active->size() + sizeof header;
-      active->append(header, sizeof header, body, true);
-      std::uint32_t segment_index;
+      active->write(header, sizeof header, batch.body);
+      // The previous batch's appenders are released only now that this batch is written:
+      // released first, they would take the CPUs from the writer before its next sync, and
+      // come back in time to join this batch instead of the next one — the two halves of
+      // the appenders would merge and the disk would idle while they come back.
+      if (synced) {
+        release(std::move(*synced));
+        synced.reset();
+      }
+      active->sync_written();
       {
         std::unique_lock l(index_mu);
-        segment_index = static_cast<std::uint32_t>(segments.size() - 1);
-        for (const auto& a : appends)
-          for (std::size_t i = 0; i < a.positions.size(); ++i) {
-            const auto position = static_cast<std::uint32_t>(base + a.body_positions[i]);
-            locations[a.positions[i].partition].push_back({segment_index, position});
-            active_entries.push_back({static_cast<std::uint32_t>(a.positions[i].partition),
-                                      position, static_cast<std::uint64_t>(a.positions[i].offset)});
-          }
+        const auto segment_index = static_cast<std::uint32_t>(segments.size() - 1);
+        for (const auto& r : batch.records) {
+          const auto position = static_cast<std::uint32_t>(base + r.body_position);
+          locations[r.partition].push_back({segment_index, position});
+          active_entries.push_back({static_cast<std::uint32_t>(r.partition), position,
+                                    static_cast<std::uint64_t>(r.offset)});
+        }
       }
       {
         std::lock_guard l(wait_mu);
@@ -435,11 +498,30 @@ void file_log::impl::commit(std::string& body, std::uint32_t count,
       failed = failure;
     }
   }
+  if (synced) { // the write failed before releasing it
+    release(std::move(*synced));
+    synced.reset();
+  }
+  synced.emplace();
+  synced->failure = std::move(failure);
+  synced->batch = std::move(batch);
+  batch = spare_buffer();
+}
+
+batch_buffer file_log::impl::spare_buffer() {
+  std::lock_guard l(done_mu);
+  if (spare.empty())
+    return {};
+  batch_buffer b = std::move(spare.back());
+  spare.pop_back();
+  return b;
+}
+
+void file_log::impl::release(finished_batch done) {
   {
     std::lock_guard l(done_mu);
-    finished.push_back({std::move(appends), std::move(failure)});
+    finished.push_back(std::move(done));
   }
-  appends.clear();
   done_cv.notify_one();
 }
 
@@ -454,15 +536,88 @@ void file_log::impl::run_completer() {
       b = std::move(finished.front());
       finished.pop_front();
     }
-    for (auto& a : b.appends) {
+    const std::uint64_t number = b.batch.number;
+    if (b.failure && first_failed_batch.load() > number)
+      first_failed_batch.store(number);
+    // Waiters read the signal before finished_batches, and it moves after: a waiter never
+    // misses the wake-up of its batch.
+    finished_batches.store(number);
+    if (b.batch.waiting > 0) {
+      auto& signal = batch_signal[number % batch_signal.size()];
+      signal.fetch_add(1);
+      futex_wake_all(signal);
+    }
+    for (auto& a : b.batch.appends) {
       append_result r;
-      if (b.failure)
+      if (b.failure) {
         r.failure = b.failure;
-      else
-        r.positions = std::move(a.positions);
+      } else {
+        r.positions.reserve(a.count);
+        for (std::uint32_t i = a.first; i < a.first + a.count; ++i)
+          r.positions.push_back({b.batch.records[i].partition, b.batch.records[i].offset});
+      }
       a.done(std::move(r));
     }
+    b.batch.clear();
+    std::lock_guard l(done_mu);
+    if (spare.size() < 4)
+      spare.push_back(std::move(b.batch));
   }
+}
+
+std::optional<error> file_log::impl::enqueue(const std::vector<log_record>& batch,
+                                             append_callback& done,
+                                             std::vector<record_position>& positions,
+                                             std::uint64_t& number) {
+  std::size_t bytes = 0;
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& r = batch[i];
+    std::string problem;
+    if (r.key.empty())
+      problem = "has an empty key; every record needs a key (its sandbox id)";
+    else if (r.key.size() > k_max_key_bytes)
+      problem = "has a key of " + std::to_string(r.key.size()) + " bytes; the limit is " +
+                std::to_string(k_max_key_bytes);
+    else if (r.value.size() > k_max_value_bytes)
+      problem = "has a value of " + std::to_string(r.value.size()) + " bytes; the limit is " +
+                std::to_string(k_max_value_bytes);
+    if (!problem.empty())
+      return error{errc::invalid_argument,
+                   "record " + std::to_string(i) + " of the batch " + problem};
+    bytes += fmt::record_size(r.key.size(), r.value.size());
+  }
+  // Everything that needs no lock is done before taking it.
+  positions.resize(batch.size());
+  for (std::size_t i = 0; i < batch.size(); ++i)
+    positions[i].partition = events::partition_for(batch[i].key, partitions);
+  std::unique_lock l(queue_mu);
+  // A completion that appends must not wait for room: completions would stall behind it.
+  if (std::this_thread::get_id() != completer_id)
+    space_cv.wait(
+      l, [&] { return pending.body.size() < options.max_pending_bytes || closing || failed; });
+  if (failed)
+    return failed;
+  if (closing)
+    return error{errc::unavailable, describe() + " is closed; it takes no more appends"};
+  pending.body.reserve(pending.body.size() + bytes);
+  const auto first = static_cast<std::uint32_t>(pending.records.size());
+  for (std::size_t i = 0; i < batch.size(); ++i) {
+    const auto& r = batch[i];
+    auto& pos = positions[i];
+    pos.offset = next_offset[pos.partition]++;
+    pending.records.push_back(
+      {pos.partition, pos.offset, static_cast<std::uint32_t>(pending.body.size())});
+    fmt::append_record(pending.body, static_cast<std::uint32_t>(pos.partition),
+                       static_cast<std::uint64_t>(pos.offset), r.key, r.value);
+  }
+  if (done)
+    pending.appends.push_back({std::move(done), first, static_cast<std::uint32_t>(batch.size())});
+  else
+    ++pending.waiting;
+  number = pending.number;
+  l.unlock();
+  work_cv.notify_one();
+  return std::nullopt;
 }
 
 file_log::file_log(const file_log_options& options) : impl_(std::make_unique<impl>(options)) {}
@@ -478,66 +633,53 @@ const file_log_recovery& file_log::recovery() const {
 }
 
 std::string file_log::describe() const {
-  return "file log " + impl_->options.dir;
+  return impl_->describe();
 }
 
 void file_log::append(std::vector<log_record> batch, append_callback done) {
-  auto& m = *impl_;
-  std::size_t bytes = 0;
-  for (std::size_t i = 0; i < batch.size(); ++i) {
-    const auto& r = batch[i];
-    std::string problem;
-    if (r.key.empty())
-      problem = "has an empty key; every record needs a key (its sandbox id)";
-    else if (r.key.size() > k_max_key_bytes)
-      problem = "has a key of " + std::to_string(r.key.size()) + " bytes; the limit is " +
-                std::to_string(k_max_key_bytes);
-    else if (r.value.size() > k_max_value_bytes)
-      problem = "has a value of " + std::to_string(r.value.size()) + " bytes; the limit is " +
-                std::to_string(k_max_value_bytes);
-    if (!problem.empty()) {
-      done(append_result{
-        {},
-        error{errc::invalid_argument, "record " + std::to_string(i) + " of the batch " + problem}});
-      return;
-    }
-    bytes += fmt::record_size(r.key.size(), r.value.size());
-  }
   if (batch.empty()) {
     done(append_result{});
     return;
   }
-  std::unique_lock l(m.queue_mu);
-  // A completion that appends must not wait for room: completions would stall behind it.
-  if (std::this_thread::get_id() != m.completer_id)
-    m.space_cv.wait(l, [&] {
-      return m.pending_body.size() < m.options.max_pending_bytes || m.closing || m.failed;
-    });
-  std::optional<error> refusal = m.failed;
-  if (m.closing)
-    refusal = error{errc::unavailable, describe() + " is closed; it takes no more appends"};
-  if (refusal) {
-    l.unlock();
-    done(append_result{{}, refusal});
-    return;
+  std::vector<record_position> positions;
+  std::uint64_t number;
+  if (auto refusal = impl_->enqueue(batch, done, positions, number))
+    done(append_result{{}, std::move(refusal)});
+}
+
+append_result file_log::append_and_wait(const std::vector<log_record>& batch) {
+  auto& m = *impl_;
+  append_result out;
+  if (std::this_thread::get_id() == m.completer_id) {
+    out.failure = error{errc::invalid_argument,
+                        "append_and_wait was called from a completion callback of " + describe() +
+                          ", which would wait for itself; append with a callback there"};
+    return out;
   }
-  pending_append a;
-  a.done = std::move(done);
-  a.positions.reserve(batch.size());
-  a.body_positions.reserve(batch.size());
-  m.pending_body.reserve(m.pending_body.size() + bytes);
-  for (const auto& r : batch) {
-    const std::int32_t p = events::partition_for(r.key, m.partitions);
-    const std::int64_t offset = m.next_offset[p]++;
-    a.positions.push_back({p, offset});
-    a.body_positions.push_back(static_cast<std::uint32_t>(m.pending_body.size()));
-    fmt::append_record(m.pending_body, static_cast<std::uint32_t>(p),
-                       static_cast<std::uint64_t>(offset), r.key, r.value);
+  if (batch.empty())
+    return out;
+  append_callback none;
+  std::uint64_t number;
+  if (auto refusal = m.enqueue(batch, none, out.positions, number)) {
+    out.positions.clear();
+    out.failure = std::move(refusal);
+    return out;
   }
-  m.pending_count += static_cast<std::uint32_t>(batch.size());
-  m.pending.push_back(std::move(a));
-  l.unlock();
-  m.work_cv.notify_one();
+  // The signal is read before the outcome and the writer bumps it after publishing the
+  // outcome, so a wait never misses the wake-up of this batch.
+  auto& signal = m.batch_signal[number % m.batch_signal.size()];
+  for (;;) {
+    const std::uint32_t seen = signal.load();
+    if (m.finished_batches.load() >= number)
+      break;
+    futex_wait(signal, seen);
+  }
+  if (number >= m.first_failed_batch.load()) {
+    out.positions.clear();
+    std::lock_guard l(m.queue_mu);
+    out.failure = m.failed;
+  }
+  return out;
 }
 
 read_result file_log::read(std::int32_t partition, std::int64_t from, std::size_t max) {

@@ -4,8 +4,10 @@
 // Guarantees, beyond those of event_log:
 // - Durable means fdatasync returned: an append completes only after the batch holding
 //   its records was written and synced. Appends that arrive while a sync is in flight
-//   share the next one (group commit). One writer thread does all writing; completions
-//   run on one completion thread, in the order the batches were committed.
+//   share the next one (group commit), which the writer starts as soon as that sync
+//   returned. One writer thread does all writing; completions (callbacks, and the return
+//   of append_and_wait) run on one completion thread, in the order the batches were
+//   committed.
 // - Opening scans the last segment, cuts a torn or partial last batch (only the last
 //   write, never acknowledged, can be torn) and never drops an acknowledged record.
 // - Damage anywhere else (a bad CRC, a batch that does not check out, an offset out of
@@ -59,6 +61,11 @@ public:
   using event_log::append;
   std::int32_t partitions() const override;
   void append(std::vector<log_record> batch, append_callback done) override;
+  // Appends `batch` and blocks until its records are durable or the append failed: what
+  // append(batch).get() returns, without a callback or a promise per append (the
+  // appenders of one group commit are released together, by one wake-up call). Not from a
+  // completion callback: that is an invalid_argument error (it would wait for itself).
+  append_result append_and_wait(const std::vector<log_record>& batch);
   read_result read(std::int32_t partition, std::int64_t from, std::size_t max) override;
   offset_result end_offset(std::int32_t partition) override;
   bool wait_for(std::int32_t partition, std::int64_t offset,

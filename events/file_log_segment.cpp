@@ -114,6 +114,14 @@ void log_segment::remap(std::uint64_t capacity) {
 
 void log_segment::append(const char* header, std::size_t header_size, std::string_view body,
                          bool sync) {
+  write(header, header_size, body);
+  if (sync && ::fdatasync(fd_) != 0)
+    fail("cannot fdatasync", path_, errno);
+  size_.store(size() + written_, std::memory_order_release);
+  written_ = 0;
+}
+
+void log_segment::write(const char* header, std::size_t header_size, std::string_view body) {
   iovec iov[2] = {{const_cast<char*>(header), header_size},
                   {const_cast<char*>(body.data()), body.size()}};
   std::size_t total = header_size + body.size();
@@ -135,9 +143,14 @@ void log_segment::append(const char* header, std::size_t header_size, std::strin
     write_all(fd_, p, n, static_cast<off_t>(size() + done), path_);
     done += n;
   }
-  if (sync && ::fdatasync(fd_) != 0)
+  written_ = total;
+}
+
+void log_segment::sync_written() {
+  if (::fdatasync(fd_) != 0)
     fail("cannot fdatasync", path_, errno);
-  size_.store(size() + total, std::memory_order_release);
+  size_.store(size() + written_, std::memory_order_release);
+  written_ = 0;
 }
 
 void log_segment::seal() {

@@ -43,6 +43,11 @@ public:
   // Writes one batch at size() with one pwritev and, when `sync`, fdatasync. Throws
   // log_fault on any failure; the segment must not be written again afterwards.
   void append(const char* header, std::size_t header_size, std::string_view body, bool sync);
+  // The same in two steps: write() puts the batch into the file (one pwritev) without
+  // moving size(); sync_written() fdatasyncs it, then moves size() past it. Between the
+  // two the writer may do other work (wake the appenders of the previous batch).
+  void write(const char* header, std::size_t header_size, std::string_view body);
+  void sync_written();
   // Maps `capacity` bytes instead; only while no reader can hold a position in the segment.
   void remap(std::uint64_t capacity);
   // Closes the file of a sealed segment; the mapping stays readable.
@@ -67,6 +72,7 @@ private:
   std::uint64_t number_;
   int fd_ = -1;
   std::atomic<std::uint64_t> size_{0};
+  std::uint64_t written_ = 0; // bytes write() put after size(), not yet synced
   std::uint64_t capacity_ = 0;
   char* data_ = nullptr;
 };

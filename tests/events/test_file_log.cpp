@@ -1,6 +1,6 @@
 // file_log beyond the conformance suite: recovery of a torn tail, damage reported with its
-// segment and position, the directory lock, segment rolling and indexes, group commit, and
-// a failed write never reported durable.
+// segment and position, the directory lock, segment rolling and indexes, group commit,
+// append_and_wait, and a failed write never reported durable.
 #define BOOST_TEST_MODULE file_log
 #include <boost/test/unit_test.hpp>
 
@@ -302,6 +302,72 @@ BOOST_AUTO_TEST_CASE(concurrent_appends_share_one_write_and_sync) {
   BOOST_TEST(batches.size() < static_cast<std::size_t>(threads * each));
 }
 
+BOOST_AUTO_TEST_CASE(append_and_wait_returns_durable_positions_readable_at_once) {
+  log_dir d;
+  file_log log(d.options());
+  std::map<int, std::int64_t> next; // per partition
+  for (int i = 0; i < 50; ++i) {
+    std::vector<log_record> batch = {{key_of(i), value_of(i)}, {key_of(i + 1), value_of(i + 1)}};
+    auto r = log.append_and_wait(batch);
+    BOOST_REQUIRE_MESSAGE(r.ok(), r.failure->message);
+    BOOST_REQUIRE(r.positions.size() == 2u);
+    for (std::size_t j = 0; j < 2; ++j) {
+      const auto& pos = r.positions[j];
+      BOOST_TEST(pos.partition == log.partition_for(batch[j].key));
+      BOOST_TEST(pos.offset == next[pos.partition]++);
+      auto read = log.read(pos.partition, pos.offset, 1);
+      BOOST_REQUIRE(read.records.size() == 1u);
+      BOOST_TEST(read.records[0].value == batch[j].value);
+    }
+  }
+  BOOST_TEST(log.append_and_wait({}).ok());
+  auto bad = log.append_and_wait({{"", "no key"}});
+  BOOST_TEST(!bad.ok());
+  BOOST_TEST((bad.failure->code == errc::invalid_argument));
+  BOOST_TEST(bad.positions.empty());
+}
+
+BOOST_AUTO_TEST_CASE(waiting_and_callback_appenders_share_group_commits_and_keep_key_order) {
+  log_dir d;
+  constexpr int threads = 24, each = 60;
+  std::vector<std::vector<record_position>> acked(threads);
+  {
+    file_log log(d.options());
+    std::vector<std::thread> pool;
+    std::atomic<int> failures{0};
+    for (int t = 0; t < threads; ++t)
+      pool.emplace_back([&, t] {
+        const std::string key = "sb_t" + std::to_string(t);
+        for (int i = 0; i < each; ++i) {
+          std::vector<log_record> batch = {{key, std::to_string(i)}};
+          // Threads of each kind: waiting, future (callback), and waiting again.
+          auto r = t % 3 == 1 ? log.append(std::move(batch)).get() : log.append_and_wait(batch);
+          failures += !r.ok();
+          if (r.ok())
+            acked[t].push_back(r.positions[0]);
+        }
+      });
+    for (auto& th : pool)
+      th.join();
+    BOOST_TEST(failures.load() == 0);
+  }
+  file_log log(d.options());
+  auto all = contents(log);
+  BOOST_TEST(all.size() == static_cast<std::size_t>(threads * each));
+  for (int t = 0; t < threads; ++t) {
+    BOOST_REQUIRE(acked[t].size() == static_cast<std::size_t>(each));
+    for (int i = 0; i < each; ++i) {
+      // Each acknowledged position holds that record; one key's offsets increase.
+      const auto& stored = all[{acked[t][i].partition, acked[t][i].offset}];
+      BOOST_TEST(stored == std::to_string(i));
+      if (i > 0)
+        BOOST_TEST(acked[t][i].offset > acked[t][i - 1].offset);
+    }
+  }
+  auto batches = batches_of(read_file(d.segment(0)));
+  BOOST_TEST(batches.size() < static_cast<std::size_t>(threads * each));
+}
+
 BOOST_AUTO_TEST_CASE(appends_queued_when_the_log_closes_are_written_first) {
   log_dir d;
   std::atomic<int> completed{0}, failed{0};
@@ -319,7 +385,8 @@ BOOST_AUTO_TEST_CASE(appends_queued_when_the_log_closes_are_written_first) {
   BOOST_TEST(log.recovery().records == 500u);
 }
 
-BOOST_AUTO_TEST_CASE(a_failed_write_is_never_reported_durable_and_stops_the_log) {
+// `wait`: append_and_wait instead of append(batch).get().
+void check_a_failed_write_is_never_reported_durable(bool wait) {
   sandboxd::test::temp_dir tmp{"file-log-full"};
   // A 1 MiB file system fills up partway through the appends.
   if (::mount("tmpfs", tmp.path().c_str(), "tmpfs", 0, "size=1m") != 0) {
@@ -342,7 +409,7 @@ BOOST_AUTO_TEST_CASE(a_failed_write_is_never_reported_durable_and_stops_the_log)
     file_log log(o);
     for (int i = 0; i < 400; ++i) {
       std::vector<log_record> batch = {{key_of(i), std::string(4000, 'x') + std::to_string(i)}};
-      auto r = log.append(batch).get();
+      auto r = wait ? log.append_and_wait(batch) : log.append(batch).get();
       if (r.ok()) {
         BOOST_TEST(failures == 0); // nothing succeeds once a write failed
         acknowledged[{r.positions[0].partition, r.positions[0].offset}] = batch[0].value;
@@ -366,4 +433,12 @@ BOOST_AUTO_TEST_CASE(a_failed_write_is_never_reported_durable_and_stops_the_log)
     lost += after.count(pos) == 0 || after[pos] != value;
   BOOST_TEST(lost == 0u);
   BOOST_TEST(acknowledged.size() > 50u);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_is_never_reported_durable_and_stops_the_log) {
+  check_a_failed_write_is_never_reported_durable(false);
+}
+
+BOOST_AUTO_TEST_CASE(a_failed_write_is_never_reported_durable_to_append_and_wait) {
+  check_a_failed_write_is_never_reported_durable(true);
 }

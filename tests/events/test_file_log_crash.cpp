@@ -72,7 +72,8 @@ file_log_options options_for(const std::string& dir) {
           const std::uint32_t first = seq;
           for (std::uint32_t j = 0; j < 1 + seq % 3; ++j, ++seq)
             batch.push_back({key_of(t, seq), value_of(round, t, seq)});
-          auto r = log.append(std::move(batch)).get();
+          // Half the threads wait in append_and_wait, half on append's future.
+          auto r = t % 2 == 0 ? log.append_and_wait(batch) : log.append(std::move(batch)).get();
           if (!r.ok())
             ::_exit(3);
           for (std::uint32_t j = 0; j < r.positions.size(); ++j) {
