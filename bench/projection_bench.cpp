@@ -2,10 +2,11 @@
 // read models (sandboxes, billing meters, audit log) in a private PostgreSQL, and how far
 // behind the log it stays at a steady rate.
 //
-//   projection_bench [--json] [--sandboxes N] [--rate EVENTS_PER_S] [--seconds S]
+//   projection_bench [--json] [--sandboxes N] [--rate EVENTS_PER_S] [--seconds S] [--batch B]
 //
 // events_per_s: a backlog of the mixed stream in file_log, projected from offset zero with
-//   catch_up() (batches of 5,000 events, one transaction each).
+//   catch_up() (batches of at most B events, one transaction each; default the projector's
+//   max_batch). CPU per event is reported for the projector's process and PostgreSQL apart.
 // copy_rows_per_s: the reference, same run and same server: a raw COPY (pqxx::stream_to)
 //   of the audit rows of the same events into a table like audit_log (same indexes) —
 //   what PostgreSQL ingests when nothing is computed, read or upserted.
@@ -48,11 +49,19 @@ namespace {
 // CPU seconds used so far by this process and by every process of the PostgreSQL server
 // (the postmaster's children): on a shared, overloaded machine the wall clock measures the
 // neighbours too; events per CPU-second is what one uncontended core would do.
-double cpu_seconds(const std::string& pg_dir) {
+struct cpu_split {
+  double self = 0;   // this process
+  double server = 0; // the PostgreSQL server's processes
+  double total() const { return self + server; }
+  cpu_split operator-(const cpu_split& o) const { return {self - o.self, server - o.server}; }
+};
+
+cpu_split cpu_seconds(const std::string& pg_dir) {
   rusage self{};
   ::getrusage(RUSAGE_SELF, &self);
-  double total = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
-                 static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
+  cpu_split total;
+  total.self = static_cast<double>(self.ru_utime.tv_sec + self.ru_stime.tv_sec) +
+               static_cast<double>(self.ru_utime.tv_usec + self.ru_stime.tv_usec) / 1e6;
   std::ifstream pidfile(pg_dir + "/data/postmaster.pid");
   long postmaster = 0;
   pidfile >> postmaster;
@@ -75,7 +84,7 @@ double cpu_seconds(const std::string& pg_dir) {
       fields >> skip;
     fields >> utime >> stime;
     if (std::stol(name) == postmaster || ppid == postmaster)
-      total += static_cast<double>(utime + stime) / ticks;
+      total.server += static_cast<double>(utime + stime) / ticks;
   }
   return total;
 }
@@ -92,29 +101,34 @@ events::file_log_options log_options(const std::string& dir) {
 }
 
 struct throughput {
-  double per_s = 0;     // wall clock
-  double per_cpu_s = 0; // CPU of this process and the server
+  double per_s = 0;             // wall clock
+  double per_cpu_s = 0;         // CPU of this process and the server
+  double self_us_per_row = 0;   // CPU of this process, microseconds per event or row
+  double server_us_per_row = 0; // CPU of the server, microseconds per event or row
 };
 
+throughput figures(double rows, double wall_s, const cpu_split& cpu) {
+  return {rows / wall_s, rows / cpu.total(), cpu.self * 1e6 / rows, cpu.server * 1e6 / rows};
+}
+
 throughput measure_backlog(const test::pg_server& pg, const std::string& log_dir,
-                           const std::vector<events::event>& stream) {
+                           const std::vector<events::event>& stream, std::size_t batch) {
   const std::string conninfo = pg.conninfo();
   events::file_log log(log_options(log_dir));
   test::append_all(log, stream, 5000);
   projector_options o;
   o.schema = "bench";
-  o.max_batch = 5000;
+  o.max_batch = batch;
   projector p(log, conninfo, o);
   auto t0 = bench_clock::now();
-  double cpu0 = cpu_seconds(pg.dir());
+  auto cpu0 = cpu_seconds(pg.dir());
   p.catch_up();
   double s = seconds_since(t0);
-  double cpu = cpu_seconds(pg.dir()) - cpu0;
+  auto cpu = cpu_seconds(pg.dir()) - cpu0;
   if (p.status().applied != stream.size())
     throw std::runtime_error("projected " + std::to_string(p.status().applied) + " of " +
                              std::to_string(stream.size()) + " events");
-  auto n = static_cast<double>(stream.size());
-  return {n / s, n / cpu};
+  return figures(static_cast<double>(stream.size()), s, cpu);
 }
 
 throughput measure_copy(const test::pg_server& pg, const std::vector<events::event>& stream) {
@@ -135,7 +149,7 @@ throughput measure_copy(const test::pg_server& pg, const std::vector<events::eve
     tx.commit();
   }
   auto t0 = bench_clock::now();
-  double cpu0 = cpu_seconds(pg.dir());
+  auto cpu0 = cpu_seconds(pg.dir());
   pqxx::work tx(c);
   const std::size_t chunk = 5000; // one COPY per batch, as the projector writes
   for (std::size_t i = 0; i < rows.size(); i += chunk) {
@@ -154,9 +168,8 @@ throughput measure_copy(const test::pg_server& pg, const std::vector<events::eve
   }
   tx.commit();
   double s = seconds_since(t0);
-  double cpu = cpu_seconds(pg.dir()) - cpu0;
-  auto n = static_cast<double>(rows.size());
-  return {n / s, n / cpu};
+  auto cpu = cpu_seconds(pg.dir()) - cpu0;
+  return figures(static_cast<double>(rows.size()), s, cpu);
 }
 
 struct lag_figures {
@@ -168,7 +181,7 @@ struct lag_figures {
 };
 
 lag_figures measure_lag(const std::string& conninfo, const std::string& log_dir, int rate,
-                        double seconds) {
+                        double seconds, std::size_t batch) {
   events::file_log log(log_options(log_dir));
   struct commit_mark {
     std::int32_t partition;
@@ -179,7 +192,7 @@ lag_figures measure_lag(const std::string& conninfo, const std::string& log_dir,
   std::vector<commit_mark> commits;
   projector_options o;
   o.schema = "bench_lag";
-  o.max_batch = 5000;
+  o.max_batch = batch;
   o.on_commit = [&](const std::map<std::int32_t, std::int64_t>& moved) {
     auto now = bench_clock::now();
     std::lock_guard lock(mutex);
@@ -253,6 +266,7 @@ int main(int argc, char** argv) {
   int sandboxes = 9000;
   int rate = 5000;
   double seconds = 10;
+  std::size_t batch = projector_options{}.max_batch;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json"))
       json = true;
@@ -262,8 +276,11 @@ int main(int argc, char** argv) {
       rate = std::atoi(argv[++i]);
     else if (!std::strcmp(argv[i], "--seconds") && i + 1 < argc)
       seconds = std::atof(argv[++i]);
+    else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
+      batch = static_cast<std::size_t>(std::atol(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: %s [--json] [--sandboxes N] [--rate R] [--seconds S]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--json] [--sandboxes N] [--rate R] [--seconds S] [--batch B]\n",
                    argv[0]);
       return 2;
     }
@@ -272,17 +289,20 @@ int main(int argc, char** argv) {
   test::temp_dir dir("projection-bench");
   auto stream = test::mixed_stream(sandboxes, 50, 1'700'000'000'000'000'000);
 
-  auto projected = measure_backlog(pg, dir / "backlog", stream);
-  std::printf("projector, all three read models: %zu events, %.0f events/s, %.0f per CPU-s\n",
-              stream.size(), projected.per_s, projected.per_cpu_s);
+  auto projected = measure_backlog(pg, dir / "backlog", stream, batch);
+  std::printf("projector, all three read models, batches of %zu: %zu events, %.0f events/s,"
+              " %.0f per CPU-s (CPU per event: projector %.1f us, PostgreSQL %.1f us)\n",
+              batch, stream.size(), projected.per_s, projected.per_cpu_s, projected.self_us_per_row,
+              projected.server_us_per_row);
   auto copied = measure_copy(pg, stream);
-  std::printf("reference, raw COPY of the audit rows: %.0f rows/s, %.0f per CPU-s\n", copied.per_s,
-              copied.per_cpu_s);
+  std::printf("reference, raw COPY of the audit rows: %.0f rows/s, %.0f per CPU-s (CPU per row:"
+              " client %.1f us, PostgreSQL %.1f us)\n",
+              copied.per_s, copied.per_cpu_s, copied.self_us_per_row, copied.server_us_per_row);
   double load[1] = {0};
   ::getloadavg(load, 1);
   std::printf("load average during the run: %.1f on %ld cores\n", load[0],
               ::sysconf(_SC_NPROCESSORS_ONLN));
-  auto lag = measure_lag(pg.conninfo(), dir / "steady", rate, seconds);
+  auto lag = measure_lag(pg.conninfo(), dir / "steady", rate, seconds, batch);
   std::printf("steady %d events/s (achieved %.0f) for %.0f s: lag p50 %.1f ms, p99 %.1f ms, "
               "max %.1f ms over %zu events\n",
               rate, lag.achieved_rate, seconds, lag.p50_ms, lag.p99_ms, lag.max_ms, lag.events);
@@ -290,6 +310,9 @@ int main(int argc, char** argv) {
     nlohmann::json j = {{"events_per_s", static_cast<long>(projected.per_s)},
                         {"copy_rows_per_s", static_cast<long>(copied.per_s)},
                         {"events_per_cpu_s", static_cast<long>(projected.per_cpu_s)},
+                        {"projector_cpu_us_per_event", projected.self_us_per_row},
+                        {"server_cpu_us_per_event", projected.server_us_per_row},
+                        {"batch", batch},
                         {"copy_rows_per_cpu_s", static_cast<long>(copied.per_cpu_s)},
                         {"load_average", load[0]},
                         {"lag_p99_ms", lag.p99_ms},

@@ -74,6 +74,7 @@ std::size_t projector::step() {
     for (auto [p, o] : next)
       committed_[p] = o; // committed by whoever held these rows before
   }
+  memory_.check(next); // kept only when the rows are as this projector committed them
 
   std::vector<positioned_event> batch;
   std::map<std::int32_t, std::int64_t> moved;
@@ -107,7 +108,8 @@ std::size_t projector::step() {
   }
   if (batch.empty())
     return 0;
-  auto outcome = apply_batch(tx, options_.name, batch);
+  memory_.distrust(); // until this step commits
+  auto outcome = apply_batch(tx, options_.name, batch, memory_);
   pg_array mp, mo;
   for (auto [p, o] : moved) {
     mp.add(p);
@@ -118,6 +120,9 @@ std::size_t projector::step() {
                  " WHERE o.projection = $1 AND o.partition = u.p",
                  options_.name, mp.str(), mo.str());
   tx.commit();
+  for (auto [p, o] : moved)
+    next[p] = o;
+  memory_.vouch(next);
   {
     std::lock_guard lock(mutex_);
     for (auto [p, o] : moved)

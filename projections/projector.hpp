@@ -17,6 +17,7 @@
 #pragma once
 
 #include "events/event_log.hpp"
+#include "projections/projection_memory.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -95,6 +96,7 @@ private:
   struct connection_holder; // pqxx::connection, kept out of this header
   std::unique_ptr<connection_holder> conn_;
   std::size_t wait_cursor_ = 0;
+  projection_memory memory_; // of the step thread; see projection_memory.hpp for its trust
 
   mutable std::mutex mutex_; // guards committed_ and status_
   std::map<std::int32_t, std::int64_t> committed_;

@@ -6,9 +6,15 @@
 // the highest one this projection applied for its sandbox changes the read models exactly
 // once; the others (duplicates) change nothing. Events must come in log order per
 // partition. The statements are set-based (unnest arrays, COPY), a handful per batch.
+//
+// `memory` (projection_memory.hpp) supplies the guard, meter state and chain heads of the
+// sandboxes and chains it has entries for — the caller vouches that they are current — and
+// the rest are read; on return it holds them all as the batch left them (as PostgreSQL will
+// once the transaction commits). The overload without it reads everything.
 #pragma once
 
 #include "events/event.hpp"
+#include "projections/projection_memory.hpp"
 
 #include <cstdint>
 #include <string>
@@ -31,6 +37,8 @@ struct batch_outcome {
   std::size_t duplicates = 0;
 };
 
+batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
+                          const std::vector<positioned_event>& batch, projection_memory& memory);
 batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
                           const std::vector<positioned_event>& batch);
 
