@@ -184,7 +184,9 @@ struct file_log::impl {
   void run_completer();
   // Writes and syncs `batch`, releasing `synced` (the previous batch) between the write and
   // the sync; then `synced` is this batch, and `batch` an empty buffer.
-  void commit(batch_buffer& batch, std::optional<finished_batch>& synced);
+  // `failure`: the log failed before (the batch is not written; its appends fail).
+  void commit(batch_buffer& batch, std::optional<finished_batch>& synced,
+              std::optional<error> failure);
   // Hands a synced (or failed) batch to the completion thread, which releases its
   // appenders.
   void release(finished_batch done);
@@ -406,6 +408,7 @@ void file_log::impl::run_writer() {
   batch_buffer batch;
   std::optional<finished_batch> synced; // its appenders are not released yet: see commit()
   for (;;) {
+    std::optional<error> failure;
     {
       std::unique_lock l(queue_mu);
       if (pending.records.empty() && synced) {
@@ -420,9 +423,10 @@ void file_log::impl::run_writer() {
       batch.clear();
       std::swap(batch, pending);
       pending.number = batch.number + 1;
+      failure = failed;
     }
     space_cv.notify_all();
-    commit(batch, synced);
+    commit(batch, synced, std::move(failure));
   }
   if (synced)
     release(std::move(*synced));
@@ -446,21 +450,21 @@ void file_log::impl::roll(std::uint64_t batch_size) {
   active_entries.clear();
 }
 
-void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& synced) {
-  std::optional<error> failure;
-  {
-    std::lock_guard l(queue_mu);
-    failure = failed;
-  }
+void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& synced,
+                            std::optional<error> failure) {
   if (!failure) {
     try {
       char header[fmt::k_batch_header_size];
       fmt::make_batch_header(header, batch.body, static_cast<std::uint32_t>(batch.records.size()));
       const std::uint64_t batch_size = sizeof header + batch.body.size();
       if (active->size() + batch_size > active->capacity()) {
-        if (active->size() > fmt::k_segment_header_size)
+        if (active->size() > fmt::k_segment_header_size) {
+          if (synced) { // a new segment takes two syncs: no reason to make them wait
+            release(std::move(*synced));
+            synced.reset();
+          }
           roll(batch_size);
-        else
+        } else
           active->remap(active->size() + batch_size); // no record points into it yet
       }
       const std::uint64_t base = active->size() + sizeof header;
@@ -665,8 +669,8 @@ append_result file_log::append_and_wait(const std::vector<log_record>& batch) {
     out.failure = std::move(refusal);
     return out;
   }
-  // The signal is read before the outcome and the writer bumps it after publishing the
-  // outcome, so a wait never misses the wake-up of this batch.
+  // The signal is read before the outcome and the completion thread bumps it after
+  // publishing the outcome, so a wait never misses the wake-up of this batch.
   auto& signal = m.batch_signal[number % m.batch_signal.size()];
   for (;;) {
     const std::uint32_t seen = signal.load();
