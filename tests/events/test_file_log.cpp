@@ -12,6 +12,7 @@
 #include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <sys/mount.h>
 #include <sys/wait.h>
@@ -325,6 +326,20 @@ BOOST_AUTO_TEST_CASE(append_and_wait_returns_durable_positions_readable_at_once)
   BOOST_TEST(!bad.ok());
   BOOST_TEST((bad.failure->code == errc::invalid_argument));
   BOOST_TEST(bad.positions.empty());
+}
+
+BOOST_AUTO_TEST_CASE(append_and_wait_from_a_completion_callback_is_refused_not_a_deadlock) {
+  log_dir d;
+  file_log log(d.options());
+  std::promise<append_result> inner;
+  log.append({{"sb_1", "outer"}}, [&](append_result outer) {
+    BOOST_TEST(outer.ok());
+    inner.set_value(log.append_and_wait({{"sb_1", "inner"}}));
+  });
+  auto r = inner.get_future().get();
+  BOOST_TEST(!r.ok());
+  BOOST_TEST((r.failure->code == errc::invalid_argument));
+  BOOST_TEST(log.end_offset(log.partition_for("sb_1")).offset == 1);
 }
 
 BOOST_AUTO_TEST_CASE(waiting_and_callback_appenders_share_group_commits_and_keep_key_order) {
