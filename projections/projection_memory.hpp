@@ -2,10 +2,12 @@
 // consecutive steps, so that a step need not read it back from PostgreSQL.
 //
 // Per sandbox: the duplicate guard (the highest sequence applied, whether a `sandboxes` row
-// and a projection_sandbox_seq row exist) and the billing meter state (empty: no
-// billing_meter_state row). Per audit chain (tenant, partition): its head. An entry is
-// what PostgreSQL holds after the step that wrote it committed; a sandbox or chain without
-// an entry is read from PostgreSQL as before.
+// and a projection_sandbox_seq row exist), the billing meter state (empty: no
+// billing_meter_state row) and the latest hour that has a billing_hourly row. Knowing which
+// rows exist lets a step insert or update them without an upsert's conflict check (a wrong
+// belief would show as a unique violation, a fault: the step is retried after forgetting). Per
+// audit chain (tenant, partition): its head. An entry is what PostgreSQL holds after the step that
+// wrote it committed; a sandbox or chain without an entry is read from PostgreSQL as before.
 //
 // Trust. The memory is only valid for the offsets it was vouched at: the projector vouches
 // after its commit with the offsets it committed, and before applying the next step
@@ -32,6 +34,7 @@ struct sandbox_memory {
   bool has_row = false;       // a `sandboxes` row exists
   bool has_guard_row = false; // a projection_sandbox_seq row exists
   std::optional<meter_state> meter;
+  std::optional<std::int64_t> last_hour; // the latest hour_ms with a billing_hourly row
 };
 
 struct chain_head {

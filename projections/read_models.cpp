@@ -22,8 +22,25 @@ namespace {
 
 using event_list = std::vector<const positioned_event*>;
 
+// The fresh events of one sandbox in a batch, in log order, with its memory entry.
+struct sandbox_events {
+  sandbox_memory* memory = nullptr;
+  event_list events;
+};
+
+// The fresh events of a batch: all in batch order (for the audit chains), and per sandbox.
+struct fresh_batch {
+  event_list all;
+  std::vector<sandbox_events> sandboxes;
+};
+
 // Appends `v` as one field of COPY's text format (tab-separated, backslash escapes).
 void copy_field(std::string& out, std::string_view v) {
+  if (v.find_first_of("\\\t\n\r") == std::string_view::npos) {
+    out.append(v);
+    out += '\t';
+    return;
+  }
   for (char c : v) {
     switch (c) {
     case '\\':
@@ -72,7 +89,7 @@ void copy_rows(pqxx::transaction_base& tx, const std::string& table,
 // Reads, for the batch's sandboxes the memory has no entry for, their duplicate guard (the
 // greater of the sandbox row's last_seq — every applied event of a sandbox that has a row
 // moves it — and its projection_sandbox_seq row, kept only where no sandbox row does) and
-// their billing meter state, in one statement.
+// their billing meter state and the last hour of their billing_hourly rows, in one statement.
 void recall_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
                       const std::vector<positioned_event>& batch, projection_memory& memory) {
   pg_array ids;
@@ -83,7 +100,8 @@ void recall_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
     return;
   for (const auto& f : tx.exec_params(
          "SELECT u.id, s.last_seq, g.last_seq, m.tenant, m.memory_bytes, m.compute_open_seq,"
-         " m.compute_open_ms, m.storage_bytes, m.storage_open_seq, m.storage_open_ms, m.deleted"
+         " m.compute_open_ms, m.storage_bytes, m.storage_open_seq, m.storage_open_ms, m.deleted,"
+         " (SELECT max(h.hour_ms) FROM billing_hourly h WHERE h.sandbox_id = u.id)"
          " FROM unnest($2::text[]) AS u(id)"
          " LEFT JOIN sandboxes s ON s.id = u.id"
          " LEFT JOIN projection_sandbox_seq g ON g.projection = $1 AND g.sandbox_id = u.id"
@@ -111,13 +129,16 @@ void recall_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
       s.deleted = f[10].as<bool>();
       g.meter = std::move(s);
     }
+    if (!f[11].is_null())
+      g.last_hour = f[11].as<std::int64_t>();
   }
 }
 
 // Drops the events at or below the last applied sequence of their sandbox, and moves it.
-event_list fresh_events(const std::vector<positioned_event>& batch, projection_memory& memory,
-                        batch_outcome& outcome) {
-  event_list out;
+fresh_batch fresh_events(const std::vector<positioned_event>& batch, projection_memory& memory,
+                         batch_outcome& outcome) {
+  fresh_batch out;
+  std::unordered_map<const sandbox_memory*, std::size_t> slot;
   for (const auto& pe : batch) {
     auto& g = memory.sandboxes.at(pe.event.sandbox_id);
     if (pe.event.sequence <= g.last_seq) {
@@ -125,33 +146,33 @@ event_list fresh_events(const std::vector<positioned_event>& batch, projection_m
       continue;
     }
     g.last_seq = pe.event.sequence;
-    out.push_back(&pe);
+    out.all.push_back(&pe);
+    auto [it, inserted] = slot.emplace(&g, out.sandboxes.size());
+    if (inserted)
+      out.sandboxes.push_back({&g, {}});
+    out.sandboxes[it->second].events.push_back(&pe);
   }
-  outcome.applied = out.size();
+  outcome.applied = out.all.size();
   return out;
 }
 
 // Writes each sandbox's row once, and the projection_sandbox_seq rows of the sandboxes whose
 // row does not carry their guard after the batch: those without a row that the batch does
-// not create, and those whose `created` the existing row ignores (ON CONFLICT DO NOTHING).
+// not create, and those whose `created` the existing row ignores (a second `created`: not
+// inserted).
 void apply_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
-                     const event_list& events, projection_memory& memory) {
-  std::vector<sandbox_patch> patches;
-  std::unordered_map<std::string, std::size_t> index;
-  for (const auto* pe : events) {
-    auto [it, inserted] = index.emplace(pe->event.sandbox_id, patches.size());
-    if (inserted) {
-      patches.emplace_back();
-      patches.back().id = pe->event.sandbox_id;
-    }
-    fold(patches[it->second], pe->event);
-  }
+                     const fresh_batch& batch) {
   pg_array c_id, c_tenant, c_state, c_template, c_limits, c_labels, c_pause, c_bytes, c_created,
     c_updated, c_seq;
   pg_array u_id, u_state, u_pause, u_bytes, u_updated, u_seq;
   pg_array g_id, g_seq, g_drop;
-  for (const auto& p : patches) {
-    auto& g = memory.sandboxes.at(p.id);
+  for (const auto& sb : batch.sandboxes) {
+    sandbox_patch p;
+    p.id = sb.events.front()->event.sandbox_id;
+    for (const auto* pe : sb.events)
+      fold(p, pe->event);
+    auto& g = *sb.memory;
+    const bool had_row = g.has_row;
     if (g.has_row == p.created.has_value()) {
       g_id.add(p.id);
       g_seq.add(g.last_seq);
@@ -162,6 +183,8 @@ void apply_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
     }
     g.has_row = g.has_row || p.created.has_value();
     if (p.created) {
+      if (had_row)
+        continue; // a second `created`: the first one stands
       const auto& r = *p.created;
       c_id.add(r.id);
       c_tenant.add(r.tenant);
@@ -193,8 +216,7 @@ void apply_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
       "  to_timestamp(0) + (updated / 1000) * interval '1 microsecond', seq"
       " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],"
       "  $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])"
-      "  AS u(id, tenant, state, tmpl, limits, labels, pause, bytes, created, updated, seq)"
-      " ON CONFLICT (id) DO NOTHING",
+      "  AS u(id, tenant, state, tmpl, limits, labels, pause, bytes, created, updated, seq)",
       c_id.str(), c_tenant.str(), c_state.str(), c_template.str(), c_limits.str(), c_labels.str(),
       c_pause.str(), c_bytes.str(), c_created.str(), c_updated.str(), c_seq.str());
   if (u_id.size() > 0)
@@ -220,61 +242,99 @@ void apply_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
                    projection, g_drop.str());
 }
 
-void apply_billing(pqxx::transaction_base& tx, const event_list& events,
-                   projection_memory& memory) {
-  // The meter state of each sandbox before the batch, to write only those that changed.
-  std::unordered_map<std::string, std::optional<meter_state>> before;
-  std::vector<closed_interval> closed;
-  for (const auto* pe : events) {
-    auto& m = memory.sandboxes.at(pe->event.sandbox_id).meter;
-    before.try_emplace(pe->event.sandbox_id, m);
-    meter_event(m, pe->event, closed);
+// billing_hourly rows as unnest arrays.
+struct hour_columns {
+  pg_array id, hour, tenant, compute, storage;
+  void add(const std::string& sandbox, std::int64_t h, const std::string& t, std::int64_t c,
+           std::int64_t s) {
+    id.add(sandbox);
+    hour.add(h);
+    tenant.add(t);
+    compute.add(c);
+    storage.add(s);
   }
+};
 
-  pg_array s_id, s_tenant, s_mem, s_cseq, s_cms, s_sbytes, s_sseq, s_sms, s_del;
-  for (const auto& [id, b] : before) {
-    const auto& s = memory.sandboxes.at(id).meter;
-    if (!s || b == s)
-      continue;
-    s_id.add(id);
-    s_tenant.add(s->tenant);
-    s_mem.add(s->memory_bytes);
-    s_cseq.add(s->compute ? std::optional<std::uint64_t>(s->compute->seq) : std::nullopt);
-    s_cms.add(s->compute ? std::optional<std::int64_t>(s->compute->start_ms) : std::nullopt);
-    s_sbytes.add(s->storage_bytes);
-    s_sseq.add(s->storage ? std::optional<std::uint64_t>(s->storage->seq) : std::nullopt);
-    s_sms.add(s->storage ? std::optional<std::int64_t>(s->storage->start_ms) : std::nullopt);
-    s_del.add(s->deleted);
+// billing_meter_state rows as unnest arrays.
+struct meter_columns {
+  pg_array id, tenant, memory, compute_seq, compute_ms, storage_bytes, storage_seq, storage_ms,
+    deleted;
+  void add(const meter_state& s) {
+    id.add(s.sandbox_id);
+    tenant.add(s.tenant);
+    memory.add(s.memory_bytes);
+    compute_seq.add(s.compute ? std::optional<std::uint64_t>(s.compute->seq) : std::nullopt);
+    compute_ms.add(s.compute ? std::optional<std::int64_t>(s.compute->start_ms) : std::nullopt);
+    storage_bytes.add(s.storage_bytes);
+    storage_seq.add(s.storage ? std::optional<std::uint64_t>(s.storage->seq) : std::nullopt);
+    storage_ms.add(s.storage ? std::optional<std::int64_t>(s.storage->start_ms) : std::nullopt);
+    deleted.add(s.deleted);
   }
-  if (s_id.size() > 0)
+};
+
+void apply_billing(pqxx::transaction_base& tx, const fresh_batch& batch) {
+  // Whether a sandbox has a meter row is known (memory), so new rows are inserted and
+  // existing ones updated, without the conflict check of an upsert; unchanged ones are not
+  // written. Likewise an hour after the sandbox's last hour with a row is new (a plain
+  // insert); the others may have a row (an upsert that adds to it).
+  std::vector<closed_interval> closed;
+  meter_columns inserts, updates;
+  hour_columns fresh_hours, maybe_hours;
+  struct hour_sum {
+    std::int64_t compute = 0;
+    std::int64_t storage = 0;
+  };
+  std::map<std::int64_t, hour_sum> hours; // of one sandbox
+  for (const auto& sb : batch.sandboxes) {
+    auto& m = sb.memory->meter;
+    const auto before = m;
+    const auto first = closed.size();
+    for (const auto* pe : sb.events)
+      meter_event(m, pe->event, closed);
+    if (m && m != before)
+      (before ? updates : inserts).add(*m);
+    if (first == closed.size())
+      continue;
+    hours.clear();
+    for (auto i = first; i < closed.size(); ++i) {
+      const auto& c = closed[i];
+      for (const auto& h : split_by_hour(c.start_ms, c.end_ms, c.bytes))
+        (c.kind == meter::compute ? hours[h.hour_start_ms].compute
+                                  : hours[h.hour_start_ms].storage) += h.byte_ms;
+    }
+    const auto& c = closed[first];
+    auto& last = sb.memory->last_hour;
+    for (const auto& [hour, sum] : hours) {
+      if (!last || hour > *last) {
+        fresh_hours.add(c.sandbox_id, hour, c.tenant, sum.compute, sum.storage);
+        last = hour;
+      } else {
+        maybe_hours.add(c.sandbox_id, hour, c.tenant, sum.compute, sum.storage);
+      }
+    }
+  }
+  if (inserts.id.size() > 0)
     tx.exec_params(
       "INSERT INTO billing_meter_state (sandbox_id, tenant, memory_bytes, compute_open_seq,"
       " compute_open_ms, storage_bytes, storage_open_seq, storage_open_ms, deleted)"
       " SELECT * FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[],"
-      "  $6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[])"
-      " ON CONFLICT (sandbox_id) DO UPDATE SET tenant = EXCLUDED.tenant,"
-      "  memory_bytes = EXCLUDED.memory_bytes, compute_open_seq = EXCLUDED.compute_open_seq,"
-      "  compute_open_ms = EXCLUDED.compute_open_ms, storage_bytes = EXCLUDED.storage_bytes,"
-      "  storage_open_seq = EXCLUDED.storage_open_seq,"
-      "  storage_open_ms = EXCLUDED.storage_open_ms, deleted = EXCLUDED.deleted",
-      s_id.str(), s_tenant.str(), s_mem.str(), s_cseq.str(), s_cms.str(), s_sbytes.str(),
-      s_sseq.str(), s_sms.str(), s_del.str());
+      "  $6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[])",
+      inserts.id.str(), inserts.tenant.str(), inserts.memory.str(), inserts.compute_seq.str(),
+      inserts.compute_ms.str(), inserts.storage_bytes.str(), inserts.storage_seq.str(),
+      inserts.storage_ms.str(), inserts.deleted.str());
+  if (updates.id.size() > 0)
+    tx.exec_params("UPDATE billing_meter_state m SET tenant = u.tenant, memory_bytes = u.memory,"
+                   " compute_open_seq = u.cseq, compute_open_ms = u.cms, storage_bytes = u.sbytes,"
+                   " storage_open_seq = u.sseq, storage_open_ms = u.sms, deleted = u.deleted"
+                   " FROM unnest($1::text[], $2::text[], $3::bigint[], $4::bigint[], $5::bigint[],"
+                   "  $6::bigint[], $7::bigint[], $8::bigint[], $9::boolean[])"
+                   "  AS u(id, tenant, memory, cseq, cms, sbytes, sseq, sms, deleted)"
+                   " WHERE m.sandbox_id = u.id",
+                   updates.id.str(), updates.tenant.str(), updates.memory.str(),
+                   updates.compute_seq.str(), updates.compute_ms.str(), updates.storage_bytes.str(),
+                   updates.storage_seq.str(), updates.storage_ms.str(), updates.deleted.str());
   if (closed.empty())
     return;
-
-  struct hour_key {
-    std::string sandbox;
-    std::int64_t hour;
-    bool operator<(const hour_key& o) const {
-      return std::tie(sandbox, hour) < std::tie(o.sandbox, o.hour);
-    }
-  };
-  struct hour_sum {
-    std::string tenant;
-    std::int64_t compute = 0;
-    std::int64_t storage = 0;
-  };
-  std::map<hour_key, hour_sum> hours;
   std::string rows;
   for (const auto& c : closed) {
     copy_field(rows, c.sandbox_id);
@@ -286,31 +346,26 @@ void apply_billing(pqxx::transaction_base& tx, const event_list& events,
     copy_field(rows, c.end_ms);
     copy_field(rows, c.bytes);
     copy_end_row(rows);
-    for (const auto& h : split_by_hour(c.start_ms, c.end_ms, c.bytes)) {
-      auto& sum = hours[{c.sandbox_id, h.hour_start_ms}];
-      sum.tenant = c.tenant;
-      (c.kind == meter::compute ? sum.compute : sum.storage) += h.byte_ms;
-    }
   }
   copy_rows(
     tx, "billing_intervals",
     {"sandbox_id", "meter", "start_seq", "end_seq", "tenant", "start_ms", "end_ms", "bytes"},
     std::move(rows));
-  pg_array h_id, h_hour, h_tenant, h_compute, h_storage;
-  for (const auto& [key, sum] : hours) {
-    h_id.add(key.sandbox);
-    h_hour.add(key.hour);
-    h_tenant.add(sum.tenant);
-    h_compute.add(sum.compute);
-    h_storage.add(sum.storage);
-  }
-  tx.exec_params(
-    "INSERT INTO billing_hourly (sandbox_id, hour_ms, tenant, compute_byte_ms, storage_byte_ms)"
-    " SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])"
-    " ON CONFLICT (sandbox_id, hour_ms) DO UPDATE SET"
-    "  compute_byte_ms = billing_hourly.compute_byte_ms + EXCLUDED.compute_byte_ms,"
-    "  storage_byte_ms = billing_hourly.storage_byte_ms + EXCLUDED.storage_byte_ms",
-    h_id.str(), h_hour.str(), h_tenant.str(), h_compute.str(), h_storage.str());
+  if (fresh_hours.id.size() > 0)
+    tx.exec_params(
+      "INSERT INTO billing_hourly (sandbox_id, hour_ms, tenant, compute_byte_ms, storage_byte_ms)"
+      " SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])",
+      fresh_hours.id.str(), fresh_hours.hour.str(), fresh_hours.tenant.str(),
+      fresh_hours.compute.str(), fresh_hours.storage.str());
+  if (maybe_hours.id.size() > 0)
+    tx.exec_params(
+      "INSERT INTO billing_hourly (sandbox_id, hour_ms, tenant, compute_byte_ms, storage_byte_ms)"
+      " SELECT * FROM unnest($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::bigint[])"
+      " ON CONFLICT (sandbox_id, hour_ms) DO UPDATE SET"
+      "  compute_byte_ms = billing_hourly.compute_byte_ms + EXCLUDED.compute_byte_ms,"
+      "  storage_byte_ms = billing_hourly.storage_byte_ms + EXCLUDED.storage_byte_ms",
+      maybe_hours.id.str(), maybe_hours.hour.str(), maybe_hours.tenant.str(),
+      maybe_hours.compute.str(), maybe_hours.storage.str());
 }
 
 // Reads the heads of the events' audit chains that the memory has no entry for (a chain
@@ -401,17 +456,17 @@ batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& project
   if (batch.empty())
     return outcome;
   recall_sandboxes(tx, projection, batch, memory);
-  auto events = fresh_events(batch, memory, outcome);
-  if (events.empty())
+  auto fresh = fresh_events(batch, memory, outcome);
+  if (fresh.all.empty())
     return outcome;
-  recall_heads(tx, events, memory);
+  recall_heads(tx, fresh.all, memory);
   // The audit chain is hashed on another thread while PostgreSQL applies the sandboxes and
   // billing statements; it touches only memory.heads, those only memory.sandboxes.
-  auto audit = std::async(std::launch::async, [&events, &heads = memory.heads] {
-    return chain_audit_rows(events, heads);
+  auto audit = std::async(std::launch::async, [&fresh, &heads = memory.heads] {
+    return chain_audit_rows(fresh.all, heads);
   });
-  apply_sandboxes(tx, projection, events, memory);
-  apply_billing(tx, events, memory);
+  apply_sandboxes(tx, projection, fresh);
+  apply_billing(tx, fresh);
   write_audit(tx, audit.get(), memory);
   return outcome;
 }

@@ -7,10 +7,10 @@
 // once; the others (duplicates) change nothing. Events must come in log order per
 // partition. The statements are set-based (unnest arrays, COPY), a handful per batch.
 //
-// `memory` (projection_memory.hpp) supplies the guard, meter state and chain heads of the
-// sandboxes and chains it has entries for — the caller vouches that they are current — and
-// the rest are read; on return it holds them all as the batch left them (as PostgreSQL will
-// once the transaction commits). The overload without it reads everything.
+// `memory` (projection_memory.hpp) supplies what it has entries for — the caller vouches
+// that they are current — and the rest is read; on return it holds the batch's sandboxes
+// and chains as the batch left them (as PostgreSQL will once the transaction commits). If
+// this throws, `memory` is no longer current. The overload without it reads everything.
 #pragma once
 
 #include "events/event.hpp"
