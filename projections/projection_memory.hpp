@@ -49,7 +49,7 @@ public:
 
   // More sandboxes than this and the memory is forgotten rather than grown (bounded memory;
   // the next step reads what it needs again).
-  static constexpr std::size_t max_sandboxes = 1'000'000;
+  static constexpr std::size_t max_sandboxes = 250'000;
 
   // Whether the entries describe PostgreSQL when its locked offsets are `at`.
   bool trusted_at(const offsets& at) const { return vouched_ && *vouched_ == at; }

@@ -13,7 +13,6 @@
 #include <future>
 #include <map>
 #include <optional>
-#include <set>
 #include <unordered_map>
 
 namespace sandboxd::projections {
@@ -28,7 +27,8 @@ struct sandbox_events {
   event_list events;
 };
 
-// The fresh events of a batch: all in batch order (for the audit chains), and per sandbox.
+// The fresh events of a batch: all in batch order (for the audit chains), and per sandbox
+// (in sandbox id order).
 struct fresh_batch {
   event_list all;
   std::vector<sandbox_events> sandboxes;
@@ -153,6 +153,10 @@ fresh_batch fresh_events(const std::vector<positioned_event>& batch, projection_
     out.sandboxes[it->second].events.push_back(&pe);
   }
   outcome.applied = out.all.size();
+  // In sandbox id order, the order of the primary keys the rows are written under.
+  std::sort(out.sandboxes.begin(), out.sandboxes.end(), [](const auto& a, const auto& b) {
+    return a.events.front()->event.sandbox_id < b.events.front()->event.sandbox_id;
+  });
   return out;
 }
 
@@ -390,10 +394,10 @@ void recall_heads(pqxx::transaction_base& tx, const event_list& events, projecti
                                                                        f[3].as<std::string>()};
 }
 
-struct audit_rows {
-  std::string copy;                              // COPY text rows of audit_log
-  std::set<projection_memory::chain_key> chains; // the chains they extend
-};
+// COPY text rows of audit_log per chain they extend. Sent chain after chain, so the rows
+// reach the primary key (tenant, partition, position) in its order: each insert lands
+// next to the one before, on a page still in cache.
+using audit_rows = std::map<projection_memory::chain_key, std::string>;
 
 // The audit rows of the events, chained on from the heads in memory (which it moves):
 // pure computation (the hashes), so it runs beside the other read models' statements.
@@ -404,11 +408,10 @@ audit_rows chain_audit_rows(const event_list& events,
     auto row = audit_row_of(pe->event, pe->partition);
     projection_memory::chain_key key{row.tenant, row.partition};
     auto& h = heads.at(key);
-    out.chains.insert(std::move(key));
+    auto& c = out[std::move(key)];
     row.position = ++h.position;
     link(row, h.hash);
     h.hash = row.hash;
-    auto& c = out.copy;
     copy_field(c, row.tenant);
     copy_field(c, row.partition);
     copy_field(c, row.position);
@@ -427,14 +430,17 @@ audit_rows chain_audit_rows(const event_list& events,
 }
 
 void write_audit(pqxx::transaction_base& tx, audit_rows rows, const projection_memory& memory) {
-  if (rows.chains.empty())
+  if (rows.empty())
     return;
+  std::string copy;
+  for (const auto& [key, chain] : rows)
+    copy += chain;
   copy_rows(tx, "audit_log",
             {"tenant", "partition", "position", "event_id", "occurred_at_ns", "principal", "action",
              "sandbox_id", "outcome", "detail", "prev_hash", "hash"},
-            std::move(rows.copy));
+            std::move(copy));
   pg_array h_tenant, h_partition, h_position, h_hash;
-  for (const auto& key : rows.chains) {
+  for (const auto& [key, chain] : rows) {
     const auto& h = memory.heads.at(key);
     h_tenant.add(key.first);
     h_partition.add(key.second);
