@@ -33,6 +33,13 @@ constexpr std::size_t k_max_value_bytes = std::size_t{64} << 20;
 constexpr std::uint64_t k_min_segment_bytes = 4096;
 constexpr const char* k_meta_first_line = "sandboxd file log 1";
 
+// The end of the last non-zero byte in [from, end) of `data`, or `from` when all are zero.
+std::uint64_t nonzero_end(const char* data, std::uint64_t from, std::uint64_t end) {
+  while (end > from && data[end - 1] == 0)
+    --end;
+  return end;
+}
+
 // Where a record lies: an index into the log's segments and a byte position in it.
 struct location {
   std::uint32_t segment;
@@ -242,6 +249,15 @@ file_log::impl::~impl() {
   done_cv.notify_all();
   if (completer.joinable())
     completer.join();
+  // Closed cleanly, the active segment ends with its last batch: the zeroed room the writer
+  // kept ahead of its batches is cut (after a crash, the next open cuts it).
+  if (active != nullptr && !failed) {
+    try {
+      active->truncate(active->size());
+    } catch (const log_fault&) {
+      // The next open cuts it.
+    }
+  }
   {
     std::lock_guard l(wait_mu);
     closed = true;
@@ -352,13 +368,23 @@ void file_log::impl::open_segments() {
           seg->rewrite_header();
         } else {
           auto scan = scan_segment(*seg, file_size);
+          // The writer zeroes room ahead of its batches; a segment sealed by a roll whose
+          // trim did not reach the disk may still end in that room. Zeros are no record.
+          const std::uint64_t data_end = nonzero_end(seg->data(), scan.valid_end, file_size);
           if (scan.result == segment_scan::outcome::corrupt ||
-              (scan.result == segment_scan::outcome::torn_tail && !last))
+              (scan.result == segment_scan::outcome::torn_tail && !last &&
+               data_end > scan.valid_end))
             corrupt(*seg, scan.bad_position, scan.problem);
           if (scan.result == segment_scan::outcome::torn_tail) {
-            seg->truncate(scan.valid_end);
-            recovery.truncated_bytes = file_size - scan.valid_end;
-            recovery.truncated_segment = seg->path();
+            if (last) {
+              seg->truncate(scan.valid_end);
+            } else {
+              // A sealed segment's file is not written again: the zeros stay out of reach.
+            }
+            if (data_end > scan.valid_end) {
+              recovery.truncated_bytes = data_end - scan.valid_end;
+              recovery.truncated_segment = seg->path();
+            }
           }
           entries = std::move(scan.entries);
           if (!last) {
@@ -433,6 +459,7 @@ void file_log::impl::run_writer() {
 }
 
 void file_log::impl::roll(std::uint64_t batch_size) {
+  active->truncate(active->size()); // the zeroed room past the last batch
   try {
     active->write_index(active_entries);
   } catch (const log_fault&) {

@@ -52,7 +52,8 @@ public:
   void remap(std::uint64_t capacity);
   // Closes the file of a sealed segment; the mapping stays readable.
   void seal();
-  // Cuts the file to `size` bytes and syncs it (recovery of a torn tail).
+  // Cuts the file to `size` bytes and syncs it (recovery of a torn tail, and the zeroed room
+  // of a segment that is being sealed).
   void truncate(std::uint64_t size);
   // Rewrites a missing or torn segment header (a crash right after creation).
   void rewrite_header();
@@ -73,6 +74,11 @@ private:
   int fd_ = -1;
   std::atomic<std::uint64_t> size_{0};
   std::uint64_t written_ = 0; // bytes write() put after size(), not yet synced
+  // End of the bytes the file holds: size(), then zeros written ahead of the batches (see
+  // write()), so that a batch's fdatasync overwrites blocks the file already has and need
+  // not commit the file system's metadata (block allocation, file size) with it.
+  std::uint64_t file_end_ = 0;
+  void zero_ahead(std::uint64_t end);
   std::uint64_t capacity_ = 0;
   char* data_ = nullptr;
 };
