@@ -65,9 +65,11 @@ struct control_plane_options {
 };
 
 struct directory_stats {
-  std::size_t active = 0;  // sandboxes with a live actor
-  std::size_t dormant = 0; // passivated sandboxes (offsets only)
-  std::size_t timers = 0;  // entries in the timer queue
+  std::size_t active = 0;            // sandboxes with a live actor
+  std::size_t dormant = 0;           // passivated sandboxes (offsets only)
+  std::size_t timers = 0;            // entries in the timer queue
+  std::uint64_t journal_rounds = 0;  // log appends the journal issued so far
+  std::uint64_t journal_records = 0; // records those appends made durable
 };
 
 class control_plane {

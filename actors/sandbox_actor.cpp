@@ -65,20 +65,25 @@ bool is_system(const command& c) {
   return c.principal == "system";
 }
 
-void reply(const sandbox_state& s, const std::shared_ptr<request>& req,
+// Answers `req` (if anyone waits) with `s`, a state the caller hands over, or `failure`.
+void reply(sandbox_state&& s, const std::shared_ptr<request>& req,
            std::optional<events::error> failure) {
   if (!req->done)
     return;
   command_reply r;
   r.failure = std::move(failure);
   if (!r.failure)
-    r.state = s;
+    r.state = std::move(s);
   req->done(std::move(r));
 }
 
+// Answers `req` with the durable state.
 void reply(sandbox_actor_state& st, const std::shared_ptr<request>& req,
            std::optional<events::error> failure) {
-  reply(st.s, req, std::move(failure));
+  if (!req->done)
+    return;
+  const bool failed = failure.has_value();
+  reply(failed ? sandbox_state{} : sandbox_state(st.s), req, std::move(failure));
 }
 
 std::shared_ptr<request> system_request(const sandbox_state& s, command_body body) {
@@ -239,7 +244,7 @@ void on_appended(actor_t* self, events::append_result& result) {
     if (!r.failure && r.req->when == reply_when::settled && step_in_flight(st.s))
       st.settling.push_back(r.req);
     else
-      reply(r.after, r.req, r.failure);
+      reply(std::move(r.after), r.req, std::move(r.failure));
   }
   pump(self);
 }

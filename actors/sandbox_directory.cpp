@@ -161,6 +161,8 @@ caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
         s.active = st.active;
         s.dormant = st.sandboxes.size() - st.active;
         s.timers = st.ctx->timers->size();
+        s.journal_rounds = st.ctx->journal_->rounds();
+        s.journal_records = st.ctx->journal_->records_appended();
         (*p.value)(s);
       },
       [=](stop_atom) {

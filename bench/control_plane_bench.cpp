@@ -16,6 +16,8 @@
 // Also printed: CPU time (user + system, the whole process) per command in the throughput
 // run, a figure the load of other processes on the machine hardly moves.
 // Usage: control_plane_bench [--json] [--sandboxes N] [--seconds S] [--log-on-shm]
+//                            [--in-flight N]
+//   --in-flight N cycles in flight in the throughput run (default 512).
 //   --log-on-shm  the file log on /dev/shm too (fdatasync costs nothing): what the control
 //                 plane does without the disk, for diagnosis; not the target figure.
 #include "actors/control_plane.hpp"
@@ -61,6 +63,7 @@ double cpu_seconds() {
 }
 
 bool log_on_shm = false;
+int cycles_in_flight = 512;
 
 std::size_t rss_bytes() {
   std::ifstream in("/proc/self/statm");
@@ -234,6 +237,8 @@ int main(int argc, char** argv) {
       seconds = std::stod(argv[++i]);
     else if (a == "--log-on-shm")
       log_on_shm = true;
+    else if (a == "--in-flight" && i + 1 < argc)
+      cycles_in_flight = std::stoi(argv[++i]);
   }
   std::printf("control_plane_bench: %u cores, hollow driver on /dev/shm, file log on %s\n",
               std::thread::hardware_concurrency(), log_on_shm ? "/dev/shm" : "disk");
@@ -244,20 +249,28 @@ int main(int argc, char** argv) {
     node n;
     n.start();
     cycle_runner run{*n.plane};
-    for (int i = 0; i < 512; ++i)
+    for (int i = 0; i < cycles_in_flight; ++i)
       run.start_cycle();
     std::this_thread::sleep_for(1s); // warm-up
+    const auto s0 = n.plane->stats();
     const auto c0 = run.commands.load();
     const auto t0 = steady::now();
     const double cpu0 = cpu_seconds();
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     const auto commands = static_cast<double>(run.commands.load() - c0);
-    commands_per_s = commands / seconds_since(t0);
+    const double elapsed = seconds_since(t0);
+    commands_per_s = commands / elapsed;
     cpu_us = (cpu_seconds() - cpu0) * 1e6 / std::max(commands, 1.0);
+    const auto s1 = n.plane->stats();
     run.drain();
-    std::printf("throughput: %.0f commands/s (create, pause, resume, delete; settled replies), "
-                "%llu failures; CPU %.1f us per command\n",
-                commands_per_s, static_cast<unsigned long long>(run.failures.load()), cpu_us);
+    const auto rounds = static_cast<double>(s1.journal_rounds - s0.journal_rounds);
+    std::printf("throughput: %.0f commands/s (create, pause, resume, delete; settled replies; "
+                "%d cycles in flight), %llu failures; CPU %.1f us per command; journal: %.0f "
+                "log appends/s, %.1f records each\n",
+                commands_per_s, cycles_in_flight,
+                static_cast<unsigned long long>(run.failures.load()), cpu_us, rounds / elapsed,
+                static_cast<double>(s1.journal_records - s0.journal_records) /
+                  std::max(rounds, 1.0));
 
     // --- latency at half load, open loop -------------------------------------------------
     cycle_runner half{*n.plane};
