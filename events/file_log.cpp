@@ -10,6 +10,8 @@
 #include <chrono>
 #include <climits>
 #include <condition_variable>
+#include <csignal>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <fcntl.h>
@@ -273,19 +275,41 @@ void file_log::impl::lock_directory() {
   lock_fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd < 0)
     throw log_fault("file log: cannot open " + path + ": " + std::strerror(errno));
-  if (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+  // The lock belongs to the open file: a child the holder forked shares it until that
+  // child execs (every descriptor here is close-on-exec) or exits. When the holder was
+  // killed, such a child may still hold it for a moment: while the pid in LOCK is gone,
+  // wait a little for it to let go.
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (::flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     int err = errno;
-    ::close(lock_fd);
-    lock_fd = -1;
+    if (err == EINTR)
+      continue;
+    std::string holder;
+    bool holder_gone = false;
     if (err == EWOULDBLOCK) {
-      std::string holder = read_small_file(path);
+      holder = read_small_file(path);
       while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' '))
         holder.pop_back();
+      char* end = nullptr;
+      const long pid = holder.empty() ? 0 : std::strtol(holder.c_str(), &end, 10);
+      holder_gone =
+        pid > 0 && end && *end == '\0' && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH;
+      if (holder_gone && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        continue;
+      }
+    }
+    ::close(lock_fd);
+    lock_fd = -1;
+    if (err == EWOULDBLOCK && holder_gone)
+      throw log_fault("file log " + options.dir + " is locked by a process that pid " + holder +
+                      " (no longer running) started; find it with `fuser " + path +
+                      "` and stop it");
+    if (err == EWOULDBLOCK)
       throw log_fault("file log " + options.dir + " is in use by another process (pid " +
                       (holder.empty() ? std::string("unknown") : holder) + " holds " + path +
                       "); stop it first, or give this one another data "
                       "directory");
-    }
     throw log_fault("file log: cannot lock " + path + ": " + std::strerror(err));
   }
   const std::string pid = std::to_string(::getpid()) + "\n";

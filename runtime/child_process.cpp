@@ -51,6 +51,11 @@ struct pipe_pair {
 // Runs in the forked child: async-signal-safe calls only.
 [[noreturn]] void child_main(const process_options& o, char* const* argv, int in, int out,
                              int err) {
+  // The parent's descriptors go first: until they are closed this child shares the
+  // parent's open files, the file log's lock among them.
+  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
+    ::_exit(126);
+  ::syscall(SYS_close_range, 3u, ~0u, 0u);
   ::setpgid(0, 0);
   sigset_t none;
   sigemptyset(&none);
@@ -61,9 +66,6 @@ struct pipe_pair {
       ::_exit(126);
     ::umount2("/sys/fs/cgroup/unified", MNT_DETACH);
   }
-  if (::dup2(in, 0) < 0 || ::dup2(out, 1) < 0 || ::dup2(err, 2) < 0)
-    ::_exit(126);
-  ::syscall(SYS_close_range, 3u, ~0u, 0u);
   ::execv(argv[0], argv);
   ::_exit(127);
 }
