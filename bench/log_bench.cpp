@@ -1,15 +1,17 @@
 // log_bench — throughput and latency of the event log, each next to the reference it is
 // measured against in the same run:
-//   file_log appends (256-byte records, fsync on, 64 concurrent appenders, each waiting in
-//   append_and_wait; and again each waiting on append's future) against a plain
-//   write + fdatasync loop writing the very batch sizes file_log's group commit wrote
-//   (appending to a file: fsync_limit_per_s; and, beside it, the same loop over zeroed room,
-//   as file_log's writer does, each sync data-only: fsync_zeroed_limit_per_s);
-//   file_log reads; kafka_log appends against a plain librdkafka producer loop, both on
-//   one real broker (started here) with the same durability settings.
+//   file_log appends (256-byte records, fsync on, 64 concurrent appenders, each with one
+//   append in flight: as chains of completion callbacks, the way sandboxd's journal
+//   appends; again as 64 threads blocked in append_and_wait; and as 64 threads blocked on
+//   append's future) against a plain write + fdatasync loop writing the very batch sizes
+//   file_log's group commit wrote (appending to a file: fsync_limit_per_s; and, beside it,
+//   the same loop over zeroed room, as file_log's writer does, each sync data-only:
+//   fsync_zeroed_limit_per_s); file_log reads; kafka_log appends against a plain librdkafka
+//   producer loop, both on one real broker (started here) with the same durability settings.
 // Usage: log_bench [--json] [--records-per-appender N] [--kafka-records N] [--no-kafka]
 // With --json the last line is one JSON object with every figure: file_append_per_s and
-// its reference are the append_and_wait run; file_future_* the same with append().get().
+// its references are the callback run; file_threads_* the append_and_wait threads,
+// file_future_* the threads on append().get().
 #include "events/file_log.hpp"
 #include "events/file_log_format.hpp"
 #include "events/kafka_log.hpp"
@@ -27,6 +29,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -121,9 +124,59 @@ double fsync_reference(int fd, std::uint64_t& at, const std::vector<std::size_t>
 }
 
 // Appends and the reference alternate in rounds, so both see the same disk: on a shared
-// machine the cost of an fdatasync drifts from one second to the next. `future`: the
-// appenders wait on append()'s future (a callback per append) instead of append_and_wait.
-file_figures bench_file(int per_appender, int rounds, bool future, bool reads) {
+// machine the cost of an fdatasync drifts from one second to the next.
+enum class appender_kind {
+  // An appender is a chain of appends: each append's completion callback records its
+  // latency and issues the appender's next append. No thread per appender; this is how
+  // sandboxd's journal appends (actors never block a thread on the log).
+  callback,
+  // An appender is a thread blocked in append_and_wait.
+  thread_wait,
+  // An appender is a thread blocked on append()'s future.
+  thread_future,
+};
+
+// 64 appenders, each with one append in flight, chained through completion callbacks.
+// Returns the failures; fills `lat` (per appender, ms).
+int run_callback_appenders(file_log& log, int per, std::vector<std::vector<double>>& lat) {
+  struct chain {
+    file_log* log;
+    std::string key;
+    int left;
+    clock_type::time_point started;
+    std::vector<double>* lat;
+  };
+  std::mutex mu;
+  std::condition_variable cv;
+  int running = k_appenders, failures = 0;
+  std::vector<chain> chains(k_appenders);
+  std::function<void(chain&, std::size_t)> issue = [&](chain& c, std::size_t i) {
+    c.started = clock_type::now();
+    c.log->append({{c.key, record_value(i)}}, [&, cp = &c, i](append_result r) {
+      chain& c = *cp;
+      c.lat->push_back(seconds_since(c.started) * 1000.0);
+      if (r.ok() && --c.left > 0) {
+        issue(c, i + 1);
+        return;
+      }
+      std::lock_guard l(mu);
+      failures += !r.ok();
+      if (--running == 0)
+        cv.notify_one();
+    });
+  };
+  for (int t = 0; t < k_appenders; ++t) {
+    lat[t].reserve(per);
+    chains[t] = {&log, "sb_bench_" + std::to_string(t), per, {}, &lat[t]};
+  }
+  for (int t = 0; t < k_appenders; ++t)
+    issue(chains[t], 0);
+  std::unique_lock l(mu);
+  cv.wait(l, [&] { return running == 0; });
+  return failures;
+}
+
+file_figures bench_file(int per_appender, int rounds, appender_kind kind, bool reads) {
   sandboxd::test::temp_dir tmp{"log-bench"};
   file_figures f;
   file_log_options o;
@@ -153,14 +206,17 @@ file_figures bench_file(int per_appender, int rounds, bool future, bool reads) {
       std::vector<std::thread> threads;
       std::atomic<int> failures{0};
       const auto t0 = clock_type::now();
-      for (int t = 0; t < k_appenders; ++t)
+      if (kind == appender_kind::callback)
+        failures = run_callback_appenders(log, per, lat);
+      for (int t = 0; kind != appender_kind::callback && t < k_appenders; ++t)
         threads.emplace_back([&, t] {
           lat[t].reserve(per);
           const std::string key = "sb_bench_" + std::to_string(t);
           for (int i = 0; i < per; ++i) {
             const auto a0 = clock_type::now();
             std::vector<log_record> batch = {{key, record_value(static_cast<std::size_t>(i))}};
-            auto r = future ? log.append(std::move(batch)).get() : log.append_and_wait(batch);
+            auto r = kind == appender_kind::thread_future ? log.append(std::move(batch)).get()
+                                                          : log.append_and_wait(batch);
             lat[t].push_back(seconds_since(a0) * 1000.0);
             failures += !r.ok();
           }
@@ -349,14 +405,17 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  auto f = bench_file(per_appender, rounds, false, true);
-  auto ff = bench_file(per_appender, rounds, true, false);
-  for (const auto& [what, x] : {std::pair{"append_and_wait", &f}, std::pair{"append().get()", &ff}})
-    std::printf("file_log %s: %.0f records/s (%d appenders, %zu-byte records, fsync on; "
+  auto f = bench_file(per_appender, rounds, appender_kind::callback, true);
+  auto fw = bench_file(per_appender, rounds, appender_kind::thread_wait, false);
+  auto ff = bench_file(per_appender, rounds, appender_kind::thread_future, false);
+  for (const auto& [what, x] :
+       {std::pair{"callback chains", &f}, std::pair{"threads in append_and_wait", &fw},
+        std::pair{"threads on append().get()", &ff}})
+    std::printf("file_log, %d appenders as %s: %.0f records/s (%zu-byte records, fsync on; "
                 "%.1f records per group commit; ack p50 %.2f ms, p99 %.2f ms); "
                 "write+fdatasync of the same batches: %.0f records/s (file_log at %.2f of it); "
                 "the same over zeroed room: %.0f records/s\n",
-                what, x->append_per_s, k_appenders, k_record_bytes, x->mean_batch_records,
+                k_appenders, what, x->append_per_s, k_record_bytes, x->mean_batch_records,
                 x->ack_p50_ms, x->ack_p99_ms, x->limit_per_s, x->append_per_s / x->limit_per_s,
                 x->zeroed_limit_per_s);
   std::printf("file_log read: %.0f records/s\n", f.read_per_s);
@@ -375,11 +434,13 @@ int main(int argc, char** argv) {
                 f.append_per_s, f.limit_per_s, f.append_per_s / f.limit_per_s, f.ack_p50_ms,
                 f.ack_p99_ms, f.mean_batch_records, f.read_per_s, f.zeroed_limit_per_s,
                 f.append_per_s / f.zeroed_limit_per_s);
-    std::printf(", \"file_future_append_per_s\": %.0f, \"file_future_limit_per_s\": %.0f, "
-                "\"file_future_vs_limit\": %.3f, \"file_future_ack_p50_ms\": %.3f, "
-                "\"file_future_ack_p99_ms\": %.3f, \"file_future_mean_batch_records\": %.1f",
-                ff.append_per_s, ff.limit_per_s, ff.append_per_s / ff.limit_per_s, ff.ack_p50_ms,
-                ff.ack_p99_ms, ff.mean_batch_records);
+    for (const auto& [name, x] : {std::pair{"threads", &fw}, std::pair{"future", &ff}})
+      std::printf(", \"file_%s_append_per_s\": %.0f, \"file_%s_limit_per_s\": %.0f, "
+                  "\"file_%s_vs_limit\": %.3f, \"file_%s_ack_p50_ms\": %.3f, "
+                  "\"file_%s_ack_p99_ms\": %.3f, \"file_%s_mean_batch_records\": %.1f",
+                  name, x->append_per_s, name, x->limit_per_s, name,
+                  x->append_per_s / x->limit_per_s, name, x->ack_p50_ms, name, x->ack_p99_ms, name,
+                  x->mean_batch_records);
     if (kafka)
       std::printf(", \"kafka_append_per_s\": %.0f, \"raw_rdkafka_per_s\": %.0f, "
                   "\"kafka_vs_raw\": %.3f",

@@ -183,6 +183,12 @@ struct file_log::impl {
   bool writer_done = false;
   std::thread completer;
   std::thread::id completer_id;
+  // Synced batches with callbacks that the completion thread has not finished running
+  // (under queue_mu). The writer takes no new batch while there are any: an append's
+  // callback that appends again (as the journal's does) joins the very next batch, together
+  // with every other callback's append, instead of the first of them being synced alone
+  // and the appenders splitting into groups that take turns.
+  int callback_batches = 0;
 
   explicit impl(const file_log_options& o);
   ~impl();
@@ -467,7 +473,8 @@ void file_log::impl::run_writer() {
         synced.reset();
         l.lock();
       }
-      work_cv.wait(l, [&] { return !pending.records.empty() || closing; });
+      work_cv.wait(l,
+                   [&] { return (!pending.records.empty() && callback_batches == 0) || closing; });
       if (pending.records.empty())
         break;
       batch.clear();
@@ -557,9 +564,19 @@ void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& 
     release(std::move(*synced));
     synced.reset();
   }
-  synced.emplace();
-  synced->failure = std::move(failure);
-  synced->batch = std::move(batch);
+  if (batch.appends.empty()) {
+    // Only append_and_wait threads: released after the next batch is written (above).
+    synced.emplace();
+    synced->failure = std::move(failure);
+    synced->batch = std::move(batch);
+  } else {
+    // Callbacks run now; the writer waits for them (callback_batches) before its next batch.
+    {
+      std::lock_guard l(queue_mu);
+      ++callback_batches;
+    }
+    release(finished_batch{std::move(batch), std::move(failure)});
+  }
   batch = spare_buffer();
 }
 
@@ -612,6 +629,13 @@ void file_log::impl::run_completer() {
           r.positions.push_back({b.batch.records[i].partition, b.batch.records[i].offset});
       }
       a.done(std::move(r));
+    }
+    if (!b.batch.appends.empty()) {
+      {
+        std::lock_guard l(queue_mu);
+        --callback_batches;
+      }
+      work_cv.notify_one();
     }
     b.batch.clear();
     std::lock_guard l(done_mu);
@@ -670,8 +694,10 @@ std::optional<error> file_log::impl::enqueue(const std::vector<log_record>& batc
   else
     ++pending.waiting;
   number = pending.number;
+  const bool from_callback = callback_batches > 0;
   l.unlock();
-  work_cv.notify_one();
+  if (!from_callback) // otherwise the completion thread wakes the writer after the callbacks
+    work_cv.notify_one();
   return std::nullopt;
 }
 

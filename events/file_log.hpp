@@ -5,9 +5,10 @@
 // - Durable means fdatasync returned: an append completes only after the batch holding
 //   its records was written and synced. Appends that arrive while a sync is in flight
 //   share the next one (group commit), which the writer starts as soon as that sync
-//   returned. One writer thread does all writing; one completion thread releases the
-//   appenders (runs the callbacks, wakes append_and_wait), in the order the batches were
-//   committed.
+//   returned — or, when the synced batch's appends have callbacks, as soon as those
+//   callbacks ran, so that what they append goes into that next batch too. One writer
+//   thread does all writing; one completion thread releases the appenders (runs the
+//   callbacks, wakes append_and_wait), in the order the batches were committed.
 // - Opening scans the last segment, cuts a torn or partial last batch (only the last
 //   write, never acknowledged, can be torn) and never drops an acknowledged record.
 // - Damage anywhere else (a bad CRC, a batch that does not check out, an offset out of

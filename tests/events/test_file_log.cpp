@@ -90,6 +90,7 @@ void write_file(const std::string& path, const std::string& bytes) {
 struct batch_at {
   std::uint64_t position;
   std::uint32_t length;
+  std::uint32_t records;
 };
 
 std::vector<batch_at> batches_of(const std::string& segment_bytes) {
@@ -99,7 +100,7 @@ std::vector<batch_at> batches_of(const std::string& segment_bytes) {
     std::uint32_t length, count;
     BOOST_REQUIRE(lf::check_batch(segment_bytes.data() + at, segment_bytes.size() - at, length,
                                   count) == lf::batch_check::ok);
-    out.push_back({at, length});
+    out.push_back({at, length, count});
     at += lf::k_batch_header_size + length;
   }
   return out;
@@ -367,6 +368,41 @@ BOOST_AUTO_TEST_CASE(concurrent_appends_share_one_write_and_sync) {
   auto batches = batches_of(read_file(d.segment(0)));
   BOOST_TEST_MESSAGE(threads * each << " appends in " << batches.size() << " batches");
   BOOST_TEST(batches.size() < static_cast<std::size_t>(threads * each));
+}
+
+BOOST_AUTO_TEST_CASE(what_the_callbacks_of_one_batch_append_is_written_as_one_batch) {
+  // An append's callback that appends again is how the journal keeps the log busy. The
+  // writer waits until every callback of a finished batch has run, so their appends go
+  // into one batch instead of the first of them being synced alone.
+  log_dir d;
+  constexpr int fan_out = 16;
+  std::promise<void> all_done;
+  std::atomic<int> completions{0}, failures{0};
+  const int expected = 1 + fan_out + fan_out;
+  auto count = [&](const append_result& r) {
+    failures += !r.ok();
+    if (++completions == expected)
+      all_done.set_value();
+  };
+  {
+    file_log log(d.options());
+    log.append({{key_of(0), value_of(0)}}, [&](append_result r) {
+      count(r);
+      for (int i = 1; i <= fan_out; ++i)
+        log.append({{key_of(i), value_of(i)}}, [&, i](append_result r2) {
+          count(r2);
+          log.append({{key_of(i), value_of(100 + i)}}, count);
+        });
+    });
+    BOOST_REQUIRE(all_done.get_future().wait_for(std::chrono::seconds(30)) ==
+                  std::future_status::ready);
+    BOOST_TEST(failures.load() == 0);
+  }
+  auto batches = batches_of(read_file(d.segment(0)));
+  BOOST_REQUIRE(batches.size() == 3u);
+  BOOST_TEST(batches[0].records == 1u);
+  BOOST_TEST(batches[1].records == static_cast<std::uint32_t>(fan_out));
+  BOOST_TEST(batches[2].records == static_cast<std::uint32_t>(fan_out));
 }
 
 BOOST_AUTO_TEST_CASE(append_and_wait_returns_durable_positions_readable_at_once) {
