@@ -76,6 +76,7 @@ struct stats_ptr {
 struct actor_context {
   events::event_log* log = nullptr;
   runtime::driver* driver = nullptr;
+  bool driver_never_blocks = false; // lifecycle steps and samples run on the actor's thread
   journal* journal_ = nullptr;
   blocking_pool* pool = nullptr;
   timer_queue* timers = nullptr;

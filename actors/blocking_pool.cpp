@@ -1,5 +1,7 @@
 #include "actors/blocking_pool.hpp"
 
+#include <pthread.h>
+
 namespace sandboxd::actors {
 
 blocking_pool::blocking_pool(std::size_t threads) {
@@ -29,6 +31,7 @@ void blocking_pool::post(std::function<void()> task) {
 }
 
 void blocking_pool::run() {
+  ::pthread_setname_np(::pthread_self(), "sbd-pool");
   for (;;) {
     std::function<void()> task;
     {

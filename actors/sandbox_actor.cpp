@@ -116,6 +116,8 @@ void arm_timers(actor_t* self) {
     }
 }
 
+void on_result(actor_t* self, runtime_result& r);
+
 void start_step(actor_t* self) {
   auto& st = self->state;
   auto step = step_in_flight(st.s);
@@ -123,6 +125,12 @@ void start_step(actor_t* self) {
     return;
   st.issued_for = st.entered;
   st.call_in_flight = step;
+  if (st.ctx->driver_never_blocks) {
+    // The step's result is handled as if it had come back from the pool at once.
+    runtime_result r{step, run_step(*st.ctx->driver, st.s, *step)};
+    on_result(self, r);
+    return;
+  }
   auto me = caf::actor_cast<caf::actor>(self);
   st.ctx->pool->post([ctx = st.ctx, me, snapshot = st.s, step = *step] {
     auto body = run_step(*ctx->driver, snapshot, step);
@@ -161,20 +169,28 @@ void start_exec(actor_t* self, const events::exec_started& e) {
   });
 }
 
+// A storage sample of sandbox `id` (a runtime_failed marker when it could not be taken).
+runtime_result take_sample(runtime::driver& d, const std::string& id) {
+  auto u = d.usage(id);
+  if (!u)
+    return {std::nullopt, cmd::runtime_failed{}}; // marker: dropped by on_result
+  return {std::nullopt, cmd::storage_sampled{u->writable_bytes}};
+}
+
 void start_sample(actor_t* self) {
   auto& st = self->state;
   if (st.sampling)
     return;
   st.sampling = true;
+  if (st.ctx->driver_never_blocks) {
+    auto r = take_sample(*st.ctx->driver, st.id);
+    on_result(self, r);
+    return;
+  }
   auto me = caf::actor_cast<caf::actor>(self);
   st.ctx->pool->post([ctx = st.ctx, me, id = st.id] {
-    auto u = ctx->driver->usage(id);
-    command_body body = cmd::storage_sampled{u ? u->writable_bytes : 0};
-    if (!u)
-      body = cmd::runtime_failed{}; // marker: the sample could not be taken; dropped below
-    caf::anon_send(
-      me, result_atom::value,
-      result_ptr{std::make_shared<runtime_result>(runtime_result{std::nullopt, std::move(body)})});
+    caf::anon_send(me, result_atom::value,
+                   result_ptr{std::make_shared<runtime_result>(take_sample(*ctx->driver, id))});
   });
 }
 

@@ -1,12 +1,17 @@
 #include "actors/timer_queue.hpp"
 
+#include <pthread.h>
+
 #include <algorithm>
 
 namespace sandboxd::actors {
 
 timer_queue::timer_queue(clock_fn clock, fire_fn fire, std::chrono::milliseconds max_sleep)
     : clock_(std::move(clock)), fire_(std::move(fire)), max_sleep_(max_sleep) {
-  thread_ = std::thread([this] { run(); });
+  thread_ = std::thread([this] {
+    ::pthread_setname_np(::pthread_self(), "sbd-timers");
+    run();
+  });
 }
 
 timer_queue::~timer_queue() {

@@ -14,10 +14,15 @@
 // driver's data directory lives on /dev/shm, its journal not synced (it stands in for a
 // runtime, whose own durability is not what this measures).
 // Also printed: CPU time (user + system, the whole process) per command in the throughput
-// run, a figure the load of other processes on the machine hardly moves.
+// run, a figure the load of other processes on the machine hardly moves, and per thread
+// (by name; sandboxd's threads are named sbd-*, the log's and CAF's as they are) over the
+// same run: CPU time, time spent runnable but waiting for a CPU, and context switches
+// (voluntary: it slept; involuntary: it was preempted), from /proc/self/task.
 // Usage: control_plane_bench [--json] [--sandboxes N] [--seconds S] [--log-on-shm]
-//                            [--in-flight N]
+//                            [--in-flight N] [--pool-steps]
 //   --in-flight N cycles in flight in the throughput run (default 512).
+//   --pool-steps  run the hollow driver's steps on the blocking pool as for a real driver
+//                 (by default they run on the actors' threads: driver_never_blocks).
 //   --log-on-shm  the file log on /dev/shm too (fdatasync costs nothing): what the control
 //                 plane does without the disk, for diagnosis; not the target figure.
 #include "actors/control_plane.hpp"
@@ -37,7 +42,9 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -62,7 +69,71 @@ double cpu_seconds() {
   return s(u.ru_utime) + s(u.ru_stime);
 }
 
+// One thread's counters from /proc/self/task/<tid>: schedstat (ns on a CPU, ns runnable
+// but waiting for one, time slices) and status (context switches).
+struct thread_times {
+  std::string name;
+  double run_ms = 0, wait_ms = 0;
+  std::uint64_t voluntary = 0, involuntary = 0;
+};
+
+std::map<int, thread_times> read_thread_times() {
+  std::map<int, thread_times> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/proc/self/task", ec)) {
+    const auto dir = e.path();
+    thread_times t;
+    std::ifstream comm(dir / "comm");
+    std::getline(comm, t.name);
+    std::ifstream sched(dir / "schedstat");
+    double run_ns = 0, wait_ns = 0;
+    sched >> run_ns >> wait_ns;
+    t.run_ms = run_ns / 1e6;
+    t.wait_ms = wait_ns / 1e6;
+    std::ifstream status(dir / "status");
+    for (std::string line; std::getline(status, line);) {
+      std::istringstream in(line);
+      std::string key;
+      in >> key;
+      if (key == "voluntary_ctxt_switches:")
+        in >> t.voluntary;
+      else if (key == "nonvoluntary_ctxt_switches:")
+        in >> t.involuntary;
+    }
+    out[std::stoi(dir.filename().string())] = t;
+  }
+  return out;
+}
+
+// Prints what each thread living through [before, after] did meanwhile, per command.
+void print_thread_times(const std::map<int, thread_times>& before,
+                        const std::map<int, thread_times>& after, double commands) {
+  std::printf("threads over the throughput run (per command: CPU us, waiting-for-CPU us, "
+              "voluntary + involuntary switches):\n");
+  double run = 0, wait = 0, vol = 0, invol = 0;
+  for (const auto& [tid, a] : after) {
+    auto b = before.find(tid);
+    if (b == before.end())
+      continue;
+    const double r = (a.run_ms - b->second.run_ms) * 1e3 / commands;
+    const double w = (a.wait_ms - b->second.wait_ms) * 1e3 / commands;
+    const double v = static_cast<double>(a.voluntary - b->second.voluntary) / commands;
+    const double n = static_cast<double>(a.involuntary - b->second.involuntary) / commands;
+    run += r;
+    wait += w;
+    vol += v;
+    invol += n;
+    if (r < 0.05 && v < 0.005)
+      continue; // idle meanwhile
+    std::printf("  %-16s %6d  cpu %6.2f  wait %6.2f  switches %.3f + %.3f\n", a.name.c_str(), tid,
+                r, w, v, n);
+  }
+  std::printf("  %-16s %6s  cpu %6.2f  wait %6.2f  switches %.3f + %.3f\n", "all", "", run, wait,
+              vol, invol);
+}
+
 bool log_on_shm = false;
+bool pool_steps = false;
 int cycles_in_flight = 512;
 
 std::size_t rss_bytes() {
@@ -106,6 +177,7 @@ struct node {
     open_driver();
     options.data_dir = disk / "data";
     options.runtime_threads = 4;
+    options.driver_never_blocks = !pool_steps;
     options.passivate_after = 200ms;
     options.storage_sample_interval = std::chrono::hours(1);
     options.snapshot_every_records = 200000;
@@ -237,11 +309,15 @@ int main(int argc, char** argv) {
       seconds = std::stod(argv[++i]);
     else if (a == "--log-on-shm")
       log_on_shm = true;
+    else if (a == "--pool-steps")
+      pool_steps = true;
     else if (a == "--in-flight" && i + 1 < argc)
       cycles_in_flight = std::stoi(argv[++i]);
   }
-  std::printf("control_plane_bench: %u cores, hollow driver on /dev/shm, file log on %s\n",
-              std::thread::hardware_concurrency(), log_on_shm ? "/dev/shm" : "disk");
+  std::printf("control_plane_bench: %u cores, hollow driver on /dev/shm (steps on %s), file log "
+              "on %s\n",
+              std::thread::hardware_concurrency(), pool_steps ? "the pool" : "the actors' threads",
+              log_on_shm ? "/dev/shm" : "disk");
 
   // --- throughput, closed loop ----------------------------------------------------------
   double commands_per_s = 0, p99_ms = 0, p50_ms = 0, offered = 0, raw_per_s = 0, cpu_us = 0;
@@ -256,9 +332,11 @@ int main(int argc, char** argv) {
     const auto c0 = run.commands.load();
     const auto t0 = steady::now();
     const double cpu0 = cpu_seconds();
+    const auto threads0 = read_thread_times();
     std::this_thread::sleep_for(std::chrono::duration<double>(seconds));
     const auto commands = static_cast<double>(run.commands.load() - c0);
     const double elapsed = seconds_since(t0);
+    const auto threads1 = read_thread_times();
     commands_per_s = commands / elapsed;
     cpu_us = (cpu_seconds() - cpu0) * 1e6 / std::max(commands, 1.0);
     const auto s1 = n.plane->stats();
@@ -271,6 +349,7 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(run.failures.load()), cpu_us, rounds / elapsed,
                 static_cast<double>(s1.journal_records - s0.journal_records) /
                   std::max(rounds, 1.0));
+    print_thread_times(threads0, threads1, std::max(commands, 1.0));
 
     // --- latency at half load, open loop -------------------------------------------------
     cycle_runner half{*n.plane};

@@ -399,6 +399,51 @@ BOOST_AUTO_TEST_CASE(idle_paused_sandboxes_are_passivated_and_reactivated_from_t
 
 BOOST_AUTO_TEST_SUITE_END()
 
+BOOST_AUTO_TEST_SUITE(driver_never_blocks)
+
+// The hollow driver's steps and samples run on the actors' threads: the same events, in the
+// same order, and the same replies as through the pool.
+BOOST_AUTO_TEST_CASE(steps_on_the_actors_threads_persist_then_reply_as_through_the_pool) {
+  world w;
+  w.options.driver_never_blocks = true;
+  w.options.storage_sample_interval = 60s;
+  auto& plane = w.start();
+  auto id = w.create();
+  BOOST_TEST(w.hollow.inspect(id)->status == runtime::sandbox_status::running);
+  BOOST_REQUIRE(w.hollow.write_file(id, "/data.bin", std::string(5000, 'x'), 0644).ok());
+  w.clock.advance(61s);
+  BOOST_REQUIRE(eventually([&] {
+    auto evs = events_of(*w.log, id);
+    return ev::type_name(evs.back().body) == "storage_sampled";
+  }));
+  auto p = plane.call(id, user(cmd::pause{}));
+  BOOST_REQUIRE(p.ok());
+  BOOST_TEST(p.state.status == sandbox_status::paused);
+  BOOST_TEST(w.hollow.inspect(id)->status == runtime::sandbox_status::paused_filesystem);
+  auto r = plane.call(id, user(cmd::resume{}));
+  BOOST_REQUIRE(r.ok());
+  BOOST_TEST(r.state.status == sandbox_status::running);
+  w.driver.fail_pause = true;
+  auto f = plane.call(id, user(cmd::pause{}));
+  BOOST_REQUIRE(f.ok());
+  BOOST_TEST(f.state.status == sandbox_status::failed);
+  auto d = plane.call(id, user(cmd::remove{}));
+  BOOST_REQUIRE(d.ok());
+  BOOST_TEST(d.state.status == sandbox_status::deleted);
+  BOOST_TEST(!w.hollow.inspect(id).ok());
+  std::vector<std::string> types;
+  for (const auto& e : events_of(*w.log, id))
+    types.emplace_back(ev::type_name(e.body));
+  const std::vector<std::string> expected{"created",          "started",          "storage_sampled",
+                                          "pause_requested",  "paused",           "storage_sampled",
+                                          "resume_requested", "resumed",          "pause_requested",
+                                          "failed",           "delete_requested", "deleted"};
+  BOOST_TEST(types == expected, boost::test_tools::per_element());
+  BOOST_TEST(!w.driver.overlapped.load());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
 BOOST_AUTO_TEST_SUITE(recovery)
 
 BOOST_AUTO_TEST_CASE(interrupted_steps_are_finished_and_orphans_removed) {
