@@ -19,10 +19,11 @@
 // same run: CPU time, time spent runnable but waiting for a CPU, and context switches
 // (voluntary: it slept; involuntary: it was preempted), from /proc/self/task.
 // Usage: control_plane_bench [--json] [--sandboxes N] [--seconds S] [--log-on-shm]
-//                            [--in-flight N] [--pool-steps]
+//                            [--in-flight N] [--pool-steps] [--scheduler-threads N]
 //   --in-flight N cycles in flight in the throughput run (default 512).
 //   --pool-steps  run the hollow driver's steps on the blocking pool as for a real driver
 //                 (by default they run on the actors' threads: driver_never_blocks).
+//   --scheduler-threads N  CAF's worker threads (default: CAF's, at least 4).
 //   --log-on-shm  the file log on /dev/shm too (fdatasync costs nothing): what the control
 //                 plane does without the disk, for diagnosis; not the target figure.
 #include "actors/control_plane.hpp"
@@ -134,6 +135,7 @@ void print_thread_times(const std::map<int, thread_times>& before,
 
 bool log_on_shm = false;
 bool pool_steps = false;
+std::size_t scheduler_threads = 0;
 int cycles_in_flight = 512;
 
 std::size_t rss_bytes() {
@@ -178,6 +180,7 @@ struct node {
     options.data_dir = disk / "data";
     options.runtime_threads = 4;
     options.driver_never_blocks = !pool_steps;
+    options.scheduler_threads = scheduler_threads;
     options.passivate_after = 200ms;
     options.storage_sample_interval = std::chrono::hours(1);
     options.snapshot_every_records = 200000;
@@ -309,6 +312,8 @@ int main(int argc, char** argv) {
       seconds = std::stod(argv[++i]);
     else if (a == "--log-on-shm")
       log_on_shm = true;
+    else if (a == "--scheduler-threads" && i + 1 < argc)
+      scheduler_threads = std::stoul(argv[++i]);
     else if (a == "--pool-steps")
       pool_steps = true;
     else if (a == "--in-flight" && i + 1 < argc)
