@@ -58,6 +58,40 @@ void projector::connect() {
   conn_ = std::move(holder);
 }
 
+projector::fetched_batch projector::fetch(const std::map<std::int32_t, std::int64_t>& from) {
+  fetched_batch out;
+  out.from = from;
+  std::size_t share =
+    std::max<std::size_t>(1, options_.max_batch / std::max<std::size_t>(1, from.size()));
+  for (auto [p, at] : from) {
+    std::size_t max = share;
+    if (auto u = options_.until.find(p); u != options_.until.end()) {
+      if (at >= u->second)
+        continue;
+      max = std::min<std::size_t>(max, static_cast<std::size_t>(u->second - at));
+    }
+    auto r = log_.read(p, at, max);
+    if (!r.ok())
+      throw std::runtime_error("projection " + options_.name + ": reading partition " +
+                               std::to_string(p) + " of " + log_.describe() +
+                               " failed: " + r.failure->message);
+    if (r.records.empty())
+      continue;
+    for (auto& rec : r.records) {
+      auto d = events::decode(rec.value);
+      if (!d.ok())
+        throw std::runtime_error("projection " + options_.name + ": the record at partition " +
+                                 std::to_string(p) + " offset " + std::to_string(rec.offset) +
+                                 " of " + log_.describe() + " is not an event (" +
+                                 d.failure().message +
+                                 "); the projection stops here until it is repaired");
+      out.events.push_back({p, rec.offset, std::move(d.get())});
+    }
+    out.moved[p] = r.records.back().offset + 1;
+  }
+  return out;
+}
+
 std::size_t projector::step() {
   connect();
   auto parts = owned();
@@ -76,38 +110,28 @@ std::size_t projector::step() {
   }
   memory_.check(next); // kept only when the rows are as this projector committed them
 
-  std::vector<positioned_event> batch;
-  std::map<std::int32_t, std::int64_t> moved;
-  std::size_t share =
-    std::max<std::size_t>(1, options_.max_batch / std::max<std::size_t>(1, next.size()));
-  for (auto [p, from] : next) {
-    std::size_t max = share;
-    if (auto u = options_.until.find(p); u != options_.until.end()) {
-      if (from >= u->second)
-        continue;
-      max = std::min<std::size_t>(max, static_cast<std::size_t>(u->second - from));
+  fetched_batch fetched;
+  bool have = false;
+  if (prefetch_.valid()) {
+    try {
+      fetched = prefetch_.get();
+      have = fetched.from == next && !fetched.events.empty();
+    } catch (const std::exception&) {
+      // Read again below: a fault of the log shows there, on this thread.
     }
-    auto r = log_.read(p, from, max);
-    if (!r.ok())
-      throw std::runtime_error("projection " + options_.name + ": reading partition " +
-                               std::to_string(p) + " of " + log_.describe() +
-                               " failed: " + r.failure->message);
-    if (r.records.empty())
-      continue;
-    for (auto& rec : r.records) {
-      auto d = events::decode(rec.value);
-      if (!d.ok())
-        throw std::runtime_error("projection " + options_.name + ": the record at partition " +
-                                 std::to_string(p) + " offset " + std::to_string(rec.offset) +
-                                 " of " + log_.describe() + " is not an event (" +
-                                 d.failure().message +
-                                 "); the projection stops here until it is repaired");
-      batch.push_back({p, rec.offset, std::move(d.get())});
-    }
-    moved[p] = r.records.back().offset + 1;
   }
+  if (!have)
+    fetched = fetch(next);
+  auto& batch = fetched.events;
+  auto& moved = fetched.moved;
   if (batch.empty())
     return 0;
+  // The next batch is read while PostgreSQL applies this one, from the offsets this step
+  // commits if it succeeds.
+  auto after = next;
+  for (auto [p, o] : moved)
+    after[p] = o;
+  prefetch_ = std::async(std::launch::async, [this, after] { return fetch(after); });
   memory_.distrust(); // until this step commits
   auto outcome = apply_batch(tx, options_.name, batch, memory_);
   pg_array mp, mo;

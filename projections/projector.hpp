@@ -9,6 +9,13 @@
 // none skipped, none twice. Duplicates that the log itself holds (a retried Kafka append)
 // are dropped by their per-sandbox sequence number.
 //
+// While PostgreSQL applies a step's batch, a second thread already reads and decodes the
+// batch after it (prefetch), from the offsets this step will commit. The next step uses it
+// only if the offsets it locks are exactly the ones the prefetch started from (this step
+// committed and nobody else did since) and it holds records; otherwise it is discarded and
+// the step reads the log itself. A batch is any run of records after the locked offsets, so
+// exactly-once never depends on the prefetch.
+//
 // run() repeats steps on a thread of its own; when PostgreSQL or the log fails it drops the
 // connection, waits (exponential backoff, min_backoff doubling up to max_backoff) and tries
 // again from the offsets PostgreSQL has, so nothing is lost across a reconnect. A record
@@ -18,11 +25,13 @@
 
 #include "events/event_log.hpp"
 #include "projections/projection_memory.hpp"
+#include "projections/read_models.hpp"
 
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -86,6 +95,13 @@ public:
   projector_status status() const;
 
 private:
+  // Records read and decoded from `from` on: up to max_batch, shared between the partitions.
+  struct fetched_batch {
+    std::map<std::int32_t, std::int64_t> from;
+    std::vector<positioned_event> events;
+    std::map<std::int32_t, std::int64_t> moved; // next offsets of the partitions it read
+  };
+  fetched_batch fetch(const std::map<std::int32_t, std::int64_t>& from);
   void connect();
   void run();
   std::vector<std::int32_t> owned();
@@ -104,6 +120,7 @@ private:
 
   std::atomic<bool> stopping_{false};
   std::thread thread_;
+  std::future<fetched_batch> prefetch_; // of the step thread; last: joined before the rest goes
 };
 
 } // namespace sandboxd::projections
