@@ -6,6 +6,7 @@
 #include <atomic>
 #include <deque>
 #include <mutex>
+#include <shared_mutex>
 #include <thread>
 
 namespace sandboxd::events {
@@ -58,7 +59,11 @@ struct kafka_log::impl {
   std::string where; // "kafka log topic T at B"
   // The producer also answers watermark queries: the consumer's connections are often
   // busy with a long fetch, which the broker answers before any later request.
+  // Replaced (by the delivery thread, under an exclusive producer_mu) after a fatal error;
+  // every other use holds producer_mu shared.
   rd_kafka_t* producer = nullptr;
+  std::shared_mutex producer_mu;
+  std::atomic<bool> producer_failed{false}; // set by on_error; the delivery thread acts on it
   rd_kafka_t* consumer = nullptr;
   rd_kafka_topic_t* consumer_topic = nullptr;
   std::int32_t partitions = 0;
@@ -72,13 +77,17 @@ struct kafka_log::impl {
 
   std::mutex status_mu;
   std::string last_broker_error;
-  std::optional<error> fatal;
+  std::optional<error> fatal; // appends are refused with it while set
+  std::uint64_t producers_replaced = 0;
 
   explicit impl(const kafka_log_options& o);
   ~impl();
   rd_kafka_conf_t* make_conf(bool for_producer);
   void ensure_topic();
   void complete(inflight* a);
+  // After a fatal producer error: fails what the old producer still holds (purged, so
+  // never reported durable), then puts a new producer in its place. Delivery thread only.
+  void replace_producer();
   error broker_error(const std::string& what, const std::string& detail);
   bool position(partition_reader& r, std::int32_t partition, std::int64_t offset,
                 std::optional<error>& failure);
@@ -149,8 +158,11 @@ kafka_log::impl::impl(const kafka_log_options& o)
   for (std::int32_t p = 0; p < partitions; ++p)
     readers.push_back(std::make_unique<partition_reader>());
   delivery = std::thread([this] {
-    while (!stopping.load())
+    while (!stopping.load()) {
       rd_kafka_poll(producer, 100);
+      if (producer_failed.load() && !closing.load())
+        replace_producer();
+    }
   });
   delivery_id = delivery.get_id();
 }
@@ -164,7 +176,10 @@ kafka_log::impl::~impl() {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   };
   drain(options.append_timeout);
-  rd_kafka_purge(producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  {
+    std::shared_lock l(producer_mu); // the delivery thread may be replacing it
+    rd_kafka_purge(producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  }
   // Purged records get their (failed) delivery reports from the delivery thread.
   drain(std::chrono::seconds(10));
   stopping = true;
@@ -261,12 +276,49 @@ void kafka_log::impl::on_error(rd_kafka_t* rk, int err, const char* reason, void
   auto* self = static_cast<impl*>(opaque);
   std::lock_guard l(self->status_mu);
   self->last_broker_error = reason;
+  // Error callbacks are served by rd_kafka_poll, on the delivery thread: the one thread
+  // that replaces the producer, so reading `producer` here needs no lock.
   if (err == RD_KAFKA_RESP_ERR__FATAL && rk == self->producer) {
     char why[512];
     rd_kafka_fatal_error(rk, why, sizeof why);
-    self->fatal = error{errc::unavailable, self->where + ": the producer failed for good (" + why +
-                                             "); reopen the log for a new producer"};
+    self->fatal = error{errc::unavailable, self->where + ": the producer failed (" + why +
+                                             "); appends in flight were not stored durably; a "
+                                             "new producer is being created — retry the append"};
+    self->producer_failed = true;
   }
+}
+
+void kafka_log::impl::replace_producer() {
+  rd_kafka_t* old = producer;
+  // Appends are refused meanwhile (`fatal`). What the old producer holds is purged: those
+  // records get failed delivery reports, so their appends complete as not durable (whether
+  // the broker kept any of them is unknown; consumers drop duplicates by sequence number).
+  rd_kafka_purge(old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
+  const auto deadline = clock::now() + std::chrono::seconds(10);
+  while (rd_kafka_outq_len(old) > 0 && clock::now() < deadline && !stopping.load())
+    rd_kafka_poll(old, 50);
+  rd_kafka_poll(old, 0);
+  if (rd_kafka_outq_len(old) > 0)
+    return; // still draining (or closing): tried again after the next poll
+  char err[512];
+  rd_kafka_t* fresh = rd_kafka_new(RD_KAFKA_PRODUCER, make_conf(true), err, sizeof err);
+  if (fresh == nullptr) {
+    std::lock_guard l(status_mu);
+    last_broker_error = std::string("cannot create a new producer: ") + err;
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    return; // tried again
+  }
+  {
+    std::unique_lock l(producer_mu);
+    producer = fresh;
+  }
+  {
+    std::lock_guard l(status_mu);
+    fatal.reset();
+    ++producers_replaced;
+  }
+  producer_failed = false;
+  rd_kafka_destroy(old);
 }
 
 error kafka_log::impl::broker_error(const std::string& what, const std::string& detail) {
@@ -325,6 +377,17 @@ std::string kafka_log::describe() const {
   return impl_->where;
 }
 
+void kafka_log::inject_fatal_producer_error(const std::string& reason) {
+  std::shared_lock l(impl_->producer_mu);
+  rd_kafka_test_fatal_error(impl_->producer, RD_KAFKA_RESP_ERR_OUT_OF_ORDER_SEQUENCE_NUMBER,
+                            reason.c_str());
+}
+
+std::uint64_t kafka_log::producers_replaced() const {
+  std::lock_guard l(impl_->status_mu);
+  return impl_->producers_replaced;
+}
+
 void kafka_log::append(std::vector<log_record> batch, append_callback done) {
   auto& m = *impl_;
   for (std::size_t i = 0; i < batch.size(); ++i)
@@ -361,6 +424,7 @@ void kafka_log::append(std::vector<log_record> batch, append_callback done) {
   m.outstanding.fetch_add(1);
   // The delivery thread must not block on a full queue: only it frees room.
   const int flags = std::this_thread::get_id() == m.delivery_id ? 0 : RD_KAFKA_MSG_F_BLOCK;
+  std::shared_lock producer_lock(m.producer_mu);
   for (std::size_t i = 0; i < n; ++i) {
     a->refs[i] = {a, static_cast<std::uint32_t>(i)};
     auto& r = a->records[i];
@@ -373,6 +437,7 @@ void kafka_log::append(std::vector<log_record> batch, append_callback done) {
         error{e == RD_KAFKA_RESP_ERR__QUEUE_FULL ? errc::resource_exhausted : errc::unavailable,
               m.where + ": cannot queue record " + std::to_string(i) + " (" + rd_kafka_err2str(e) +
                 "); the append is not durable"});
+      producer_lock.unlock(); // the callback may append again
       // The records never queued will get no delivery report.
       if (a->remaining.fetch_sub(n - i, std::memory_order_acq_rel) == n - i)
         m.complete(a);
@@ -433,8 +498,12 @@ read_result kafka_log::read(std::int32_t partition, std::int64_t from, std::size
   std::lock_guard l(r.mu);
   // Records exist at `from` only below the high watermark; never wait for others.
   std::int64_t low = 0, high = 0;
-  auto e = rd_kafka_query_watermark_offsets(m.producer, m.options.topic.c_str(), partition, &low,
-                                            &high, to_ms(m.options.append_timeout));
+  rd_kafka_resp_err_t e;
+  {
+    std::shared_lock producer_lock(m.producer_mu);
+    e = rd_kafka_query_watermark_offsets(m.producer, m.options.topic.c_str(), partition, &low,
+                                         &high, to_ms(m.options.append_timeout));
+  }
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     out.failure = m.broker_error("cannot learn the end of partition " + std::to_string(partition),
                                  rd_kafka_err2str(e));
@@ -496,8 +565,12 @@ offset_result kafka_log::end_offset(std::int32_t partition) {
     return {-1, error{errc::invalid_argument,
                       m.where + " has no partition " + std::to_string(partition)}};
   std::int64_t low = 0, high = 0;
-  auto e = rd_kafka_query_watermark_offsets(m.producer, m.options.topic.c_str(), partition, &low,
-                                            &high, to_ms(m.options.append_timeout));
+  rd_kafka_resp_err_t e;
+  {
+    std::shared_lock producer_lock(m.producer_mu);
+    e = rd_kafka_query_watermark_offsets(m.producer, m.options.topic.c_str(), partition, &low,
+                                         &high, to_ms(m.options.append_timeout));
+  }
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
     return {-1, m.broker_error("cannot learn the end of partition " + std::to_string(partition),
                                rd_kafka_err2str(e))};

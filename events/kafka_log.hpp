@@ -12,8 +12,11 @@
 //   message.timeout.ms), with an error naming the brokers; it never hangs and is never
 //   reported as durable.
 // - Completions run on the log's delivery thread.
-// - A fatal producer error (idempotence broken) fails every later append with
-//   errc::unavailable; reopen the log to get a fresh producer.
+// - A fatal producer error (idempotence broken; librdkafka 2.0 can end an idempotent
+//   producer so after a broker restart): the appends the producer still held fail (not
+//   durable), appends are refused with errc::unavailable while the delivery thread puts a
+//   new producer in its place, and are taken again once it is there (within about a
+//   second). The log needs no reopening.
 // - Opening creates the topic with `partitions` partitions through the admin API when it
 //   is missing, and refuses a topic whose partition count differs (log_fault).
 #pragma once
@@ -68,6 +71,12 @@ public:
   bool wait_for(std::int32_t partition, std::int64_t offset,
                 std::chrono::milliseconds timeout) override;
   std::string describe() const override;
+
+  // For tests: fails the producer as a fatal idempotence error does
+  // (rd_kafka_test_fatal_error).
+  void inject_fatal_producer_error(const std::string& reason);
+  // How many times a failed producer was replaced.
+  std::uint64_t producers_replaced() const;
 
 private:
   struct impl;

@@ -183,19 +183,51 @@ BOOST_AUTO_TEST_CASE(real_broker_stopped_then_killed_and_restarted_loses_no_ackn
     broker.kill();
     std::this_thread::sleep_for(1s);
     broker.restart();
-    // Appends issued during the outage either ride it out or fail; whether the producer
-    // takes new appends again right away is up to librdkafka (2.0.x can end an idempotent
-    // producer with a fatal error after such an outage: then kafka_log refuses appends
-    // until it is reopened, as below). What must hold is checked after.
-    const bool resumed = a.wait_for_more(2000, 60s);
+    // Appends issued during the outage either ride it out or fail (librdkafka 2.0.x can end
+    // an idempotent producer with a fatal error after such an outage: kafka_log then puts
+    // a new producer in its place). Appends go on without reopening the log.
+    BOOST_TEST(a.wait_for_more(2000, 60s));
     a.stop();
-    BOOST_TEST_MESSAGE("appends after the restart: " << (resumed ? "resumed" : "did not resume"));
+    BOOST_TEST_MESSAGE("producers replaced: " << log.producers_replaced());
     BOOST_TEST_MESSAGE(a.failures_.size()
                        << " appends failed" << (a.failures_.empty() ? "" : ": " + a.failures_[0]));
     BOOST_TEST(a.reported_positions_on_failure_ == 0u);
     acked = a.acknowledged_;
   }
   // A fresh log (new producer and consumer) on the restarted broker.
+  kafka_log log(o);
+  check_acknowledged(log, acked);
+}
+
+BOOST_AUTO_TEST_CASE(a_fatal_producer_error_fails_what_was_in_flight_and_a_new_producer_goes_on) {
+  sandboxd::test::kafka_mock_cluster mock;
+  mock.create_topic("fatal", 4);
+  kafka_log_options o;
+  o.bootstrap_servers = mock.bootstrap();
+  o.topic = "fatal";
+  o.partitions = 4;
+  o.fetch_wait = 5ms;
+  std::map<std::string, record_position> acked;
+  {
+    kafka_log log(o);
+    appender a(log, 20);
+    BOOST_REQUIRE(a.wait_for_more(2000, 60s));
+    log.inject_fatal_producer_error("injected by the test");
+    // Appends go on through a new producer, without reopening the log.
+    BOOST_TEST(a.wait_for_more(2000, 60s));
+    a.stop();
+    BOOST_TEST(log.producers_replaced() == 1u);
+    BOOST_TEST_MESSAGE(a.failures_.size()
+                       << " appends failed" << (a.failures_.empty() ? "" : ": " + a.failures_[0]));
+    BOOST_TEST(a.reported_positions_on_failure_ == 0u);
+    for (const auto& f : a.failures_)
+      BOOST_TEST(f.find("not") != std::string::npos); // "not durable" / "not stored durably"
+    acked = a.acknowledged_;
+    // A single append after the replacement is acknowledged and readable.
+    auto r = log.append({{"sb_after", "record-999999999"}}).get();
+    BOOST_REQUIRE(r.ok());
+    acked["record-999999999"] = r.positions[0];
+  }
   kafka_log log(o);
   check_acknowledged(log, acked);
 }
