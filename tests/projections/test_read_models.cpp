@@ -118,6 +118,10 @@ BOOST_FIXTURE_TEST_CASE(lifecycle_stream_produces_expected_rows, fixture) {
   BOOST_TEST(states[1][1].as<std::string>() == "failed");
   BOOST_TEST(states[2][1].as<std::string>() == "paused");
   BOOST_TEST(states[2][2].as<std::string>() == "memory");
+  // `deleted` follows state (migration 0004): acme's live sandboxes are sb-b (failed) alone.
+  auto live = query("SELECT id FROM sandboxes WHERE tenant = 'acme' AND NOT deleted");
+  BOOST_REQUIRE(live.size() == 1u);
+  BOOST_TEST(live[0][0].as<std::string>() == "sb-b");
 
   // Billing: sb-a computes 4 GiB × (2h10m + 30m); stores 1 GiB × 2h10m, then 2 GiB × 1h30m.
   auto meters = query("SELECT sandbox_id, sum(compute_byte_ms), sum(storage_byte_ms), count(*)"
