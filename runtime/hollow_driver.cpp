@@ -4,9 +4,14 @@
 #include "runtime/rooted_fs.hpp"
 #include "runtime/sandbox_record.hpp"
 
-#include <filesystem>
-#include <thread>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+#include <thread>
 
 namespace sandboxd::runtime {
 namespace {
@@ -38,7 +43,41 @@ std::string prepare(const std::string& data_dir) {
 
 hollow_driver::hollow_driver(hollow_options options)
     : options_(std::move(options)), empty_root_(options_.data_dir + "/empty-root"),
-      table_(prepare(options_.data_dir), options_.sync) {}
+      table_(prepare(options_.data_dir), options_.sync) {
+  const std::string dir = options_.data_dir + "/sandboxes";
+  sandboxes_fd_ = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (sandboxes_fd_ < 0)
+    throw std::system_error(errno, std::generic_category(), "open " + dir);
+}
+
+hollow_driver::~hollow_driver() {
+  ::close(sandboxes_fd_);
+}
+
+bool hollow_driver::surely_no_dir(const std::string& id) const {
+  constexpr std::int64_t k_quiet_ns = 50'000'000;
+  std::lock_guard<std::mutex> g(dirs_mu_);
+  struct ::stat st {};
+  if (::fstat(sandboxes_fd_, &st) != 0)
+    return false;
+  const std::int64_t mtime = std::int64_t{st.st_mtim.tv_sec} * 1'000'000'000 + st.st_mtim.tv_nsec;
+  if (mtime != dirs_mtime_ns_) {
+    dirs_mtime_ns_ = -1;
+    ::timespec now{};
+    ::clock_gettime(CLOCK_REALTIME, &now);
+    if (std::int64_t{now.tv_sec} * 1'000'000'000 + now.tv_nsec - mtime < k_quiet_ns)
+      return false; // changed just now: a change in the same tick would keep this mtime
+    dirs_.clear();
+    std::error_code ec;
+    for (std::filesystem::directory_iterator it(options_.data_dir + "/sandboxes", ec), end;
+         !ec && it != end; it.increment(ec))
+      dirs_.insert(it->path().filename().string());
+    if (ec)
+      return false;
+    dirs_mtime_ns_ = mtime;
+  }
+  return dirs_.count(id) == 0;
+}
 
 void hollow_driver::wait_latency() const {
   if (options_.latency.count() > 0)
@@ -56,6 +95,8 @@ outcome<sandbox_info> hollow_driver::find(const std::string& id) const {
 }
 
 std::string hollow_driver::read_root(const std::string& id) const {
+  if (surely_no_dir(id))
+    return empty_root_;
   std::string root = root_of(options_.data_dir, id);
   return ::access(root.c_str(), F_OK) == 0 ? root : empty_root_;
 }
@@ -73,7 +114,9 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
     std::lock_guard<std::mutex> g(mu_);
     // A directory without a table entry is the remains of a sandbox the journal lost
     // (a power loss without sync); remove() clears it.
-    if (table_.find(req.id) || ::access(sandbox_dir(options_.data_dir, req.id).c_str(), F_OK) == 0)
+    if (table_.find(req.id) ||
+        (!surely_no_dir(req.id) &&
+         ::access(sandbox_dir(options_.data_dir, req.id).c_str(), F_OK) == 0))
       return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
     sandbox_info info;
     info.id = req.id;
@@ -169,7 +212,8 @@ outcome<void> hollow_driver::remove(const std::string& id) {
     }
     // The files go first: a crash in between leaves an entry whose removal is retried.
     try {
-      std::filesystem::remove_all(dir);
+      if (!surely_no_dir(id))
+        std::filesystem::remove_all(dir);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       removing_.erase(id);
@@ -238,7 +282,8 @@ outcome<usage_info> hollow_driver::usage(const std::string& id) {
   if (!r)
     return r.err();
   usage_info u;
-  u.writable_bytes = tree_bytes(root_of(options_.data_dir, id)); // a missing layer is 0
+  if (!surely_no_dir(id))
+    u.writable_bytes = tree_bytes(root_of(options_.data_dir, id)); // a missing layer is 0
   return u;
 }
 

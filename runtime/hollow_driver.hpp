@@ -10,6 +10,13 @@
 // State changes are serialised by one mutex held for an in-memory change and one
 // write(); removing a sandbox's files, file operations and exec run outside it.
 //
+// Which sandboxes have a directory under `sandboxes/` is cached from a listing, trusted
+// only while the directory's mtime is the one seen at the listing and that mtime was at
+// least 50 ms older than the listing (so a change in the same timestamp tick is never
+// missed); then a sandbox with no directory costs no negative path lookup in create,
+// usage and remove. Files made behind the driver (tests planting a layer) change the
+// mtime and are seen.
+//
 // exec runs no program. It understands `echo ARGS...` (prints ARGS and a newline),
 // `cat` (copies stdin), `true` and `false`; any other program exits 127 with a
 // message on stderr. Every call first waits `latency`, to model a real runtime.
@@ -20,6 +27,7 @@
 #include "runtime/lifecycle_rules.hpp"
 
 #include <chrono>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -38,6 +46,9 @@ struct hollow_options {
 class hollow_driver final : public driver {
 public:
   explicit hollow_driver(hollow_options options);
+  ~hollow_driver() override;
+  hollow_driver(const hollow_driver&) = delete;
+  hollow_driver& operator=(const hollow_driver&) = delete;
 
   std::string_view name() const override { return "hollow"; }
   outcome<sandbox_info> create(const create_request& request) override;
@@ -63,12 +74,20 @@ private:
   // The directory file reads resolve in: the sandbox's layer, or an empty directory
   // while it has none.
   std::string read_root(const std::string& id) const;
+  // True when `id` surely has no directory under sandboxes/ (the cached listing says so);
+  // false when it has one or the cache cannot tell.
+  bool surely_no_dir(const std::string& id) const;
 
   hollow_options options_;
   std::string empty_root_;
   mutable std::mutex mu_; // guards table_ and removing_
   hollow_table table_;
   std::unordered_set<std::string> removing_;
+
+  int sandboxes_fd_ = -1; // <data_dir>/sandboxes, for fstat
+  mutable std::mutex dirs_mu_;
+  mutable std::int64_t dirs_mtime_ns_ = -1; // sandboxes/' mtime at the trusted listing
+  mutable std::unordered_set<std::string> dirs_;
 };
 
 } // namespace sandboxd::runtime

@@ -8,6 +8,8 @@
 #include "tests/actors/actor_harness.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <random>
@@ -440,6 +442,34 @@ BOOST_AUTO_TEST_CASE(steps_on_the_actors_threads_persist_then_reply_as_through_t
                                           "failed",           "delete_requested", "deleted"};
   BOOST_TEST(types == expected, boost::test_tools::per_element());
   BOOST_TEST(!w.driver.overlapped.load());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(hollow_driver_directory_cache)
+
+// The hollow driver caches which sandboxes have a directory (for the control plane's
+// steps); a directory planted behind its back after the cache was trusted is still seen.
+// (Here rather than in tests/runtime: it guards what the actors rely on.)
+BOOST_AUTO_TEST_CASE(a_directory_planted_after_the_listing_is_seen) {
+  temp_dir dir("hollow-cache");
+  runtime::hollow_driver d(runtime::hollow_options{dir / "runtime", {}});
+  std::this_thread::sleep_for(60ms); // the listing is trusted from now on
+  runtime::create_request req;
+  req.id = "first";
+  BOOST_REQUIRE(d.create(req).ok());
+  BOOST_TEST(d.usage("first")->writable_bytes == 0u);
+  std::filesystem::create_directories(dir / "runtime/sandboxes/planted/upper");
+  std::filesystem::create_directories(dir / "runtime/sandboxes/first/upper");
+  std::ofstream(dir / "runtime/sandboxes/first/upper/x", std::ios::binary) << "x";
+  req.id = "planted";
+  BOOST_TEST((d.create(req).code() == runtime::errc::conflict)); // seen at once
+  std::this_thread::sleep_for(60ms);
+  BOOST_TEST((d.create(req).code() == runtime::errc::conflict)); // and after a new listing
+  std::filesystem::resize_file(dir / "runtime/sandboxes/first/upper/x", 4096);
+  BOOST_TEST(d.usage("first")->writable_bytes >= 4096u);
+  BOOST_REQUIRE(d.remove("first").ok());
+  BOOST_TEST(!std::filesystem::exists(dir / "runtime/sandboxes/first"));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
