@@ -46,7 +46,7 @@ struct projector_options {
   std::string name = "read_models";
   std::string schema = "public";        // where the read models live (created and migrated)
   std::vector<std::int32_t> partitions; // the partitions this projector owns; empty: all
-  std::size_t max_batch = 20000;        // records per transaction, all partitions together
+  std::size_t max_batch = 40000;        // records per transaction, all partitions together
   std::chrono::milliseconds idle_wait{20};
   std::chrono::milliseconds min_backoff{50};
   std::chrono::milliseconds max_backoff{2000};
