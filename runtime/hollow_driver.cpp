@@ -56,7 +56,10 @@ hollow_driver::~hollow_driver() {
 
 bool hollow_driver::surely_no_dir(const std::string& id) const {
   constexpr std::int64_t k_quiet_ns = 50'000'000;
+  constexpr std::size_t k_max_listed = 4096;
   std::lock_guard<std::mutex> g(dirs_mu_);
+  if (dirs_disabled_)
+    return false;
   struct ::stat st {};
   if (::fstat(sandboxes_fd_, &st) != 0)
     return false;
@@ -74,6 +77,12 @@ bool hollow_driver::surely_no_dir(const std::string& id) const {
       dirs_.insert(it->path().filename().string());
     if (ec)
       return false;
+    if (dirs_.size() > k_max_listed) {
+      // Listing again after every change would cost more than the lookups it saves.
+      dirs_disabled_ = true;
+      dirs_.clear();
+      return false;
+    }
     dirs_mtime_ns_ = mtime;
   }
   return dirs_.count(id) == 0;

@@ -15,7 +15,7 @@
 // least 50 ms older than the listing (so a change in the same timestamp tick is never
 // missed); then a sandbox with no directory costs no negative path lookup in create,
 // usage and remove. Files made behind the driver (tests planting a layer) change the
-// mtime and are seen.
+// mtime and are seen. With more than 4,096 directories listed the cache is given up.
 //
 // exec runs no program. It understands `echo ARGS...` (prints ARGS and a newline),
 // `cat` (copies stdin), `true` and `false`; any other program exits 127 with a
@@ -88,6 +88,7 @@ private:
   mutable std::mutex dirs_mu_;
   mutable std::int64_t dirs_mtime_ns_ = -1; // sandboxes/' mtime at the trusted listing
   mutable std::unordered_set<std::string> dirs_;
+  mutable bool dirs_disabled_ = false; // more than 4,096 directories were listed: no cache
 };
 
 } // namespace sandboxd::runtime
