@@ -276,14 +276,25 @@ struct meter_columns {
   }
 };
 
-void apply_billing(pqxx::transaction_base& tx, const fresh_batch& batch) {
+// A batch's billing writes: meter state rows to insert and to update, closed intervals (as
+// COPY text), hours new after the sandbox's latest one and hours that may have a row.
+struct billing_rows {
+  meter_columns inserts, updates;
+  hour_columns fresh_hours, maybe_hours;
+  std::string intervals;
+};
+
+// The billing rows of the batch, moving the meter state and latest hour in memory: pure
+// computation, so it runs beside the `sandboxes` statements (it touches only the meter and
+// last_hour of each sandbox's memory, those only the rest).
+billing_rows billing_rows_of(const fresh_batch& batch) {
   // Whether a sandbox has a meter row is known (memory), so new rows are inserted and
   // existing ones updated, without the conflict check of an upsert; unchanged ones are not
   // written. Likewise an hour after the sandbox's last hour with a row is new (a plain
   // insert); the others may have a row (an upsert that adds to it).
+  billing_rows out;
+  auto& [inserts, updates, fresh_hours, maybe_hours, rows] = out;
   std::vector<closed_interval> closed;
-  meter_columns inserts, updates;
-  hour_columns fresh_hours, maybe_hours;
   struct hour_sum {
     std::int64_t compute = 0;
     std::int64_t storage = 0;
@@ -317,6 +328,22 @@ void apply_billing(pqxx::transaction_base& tx, const fresh_batch& batch) {
       }
     }
   }
+  for (const auto& c : closed) {
+    copy_field(rows, c.sandbox_id);
+    copy_field(rows, to_string(c.kind));
+    copy_field(rows, static_cast<std::int64_t>(c.start_seq));
+    copy_field(rows, static_cast<std::int64_t>(c.end_seq));
+    copy_field(rows, c.tenant);
+    copy_field(rows, c.start_ms);
+    copy_field(rows, c.end_ms);
+    copy_field(rows, c.bytes);
+    copy_end_row(rows);
+  }
+  return out;
+}
+
+void write_billing(pqxx::transaction_base& tx, billing_rows b) {
+  auto& [inserts, updates, fresh_hours, maybe_hours, rows] = b;
   if (inserts.id.size() > 0)
     tx.exec_params(
       "INSERT INTO billing_meter_state (sandbox_id, tenant, memory_bytes, compute_open_seq,"
@@ -337,20 +364,6 @@ void apply_billing(pqxx::transaction_base& tx, const fresh_batch& batch) {
                    updates.id.str(), updates.tenant.str(), updates.memory.str(),
                    updates.compute_seq.str(), updates.compute_ms.str(), updates.storage_bytes.str(),
                    updates.storage_seq.str(), updates.storage_ms.str(), updates.deleted.str());
-  if (closed.empty())
-    return;
-  std::string rows;
-  for (const auto& c : closed) {
-    copy_field(rows, c.sandbox_id);
-    copy_field(rows, to_string(c.kind));
-    copy_field(rows, static_cast<std::int64_t>(c.start_seq));
-    copy_field(rows, static_cast<std::int64_t>(c.end_seq));
-    copy_field(rows, c.tenant);
-    copy_field(rows, c.start_ms);
-    copy_field(rows, c.end_ms);
-    copy_field(rows, c.bytes);
-    copy_end_row(rows);
-  }
   copy_rows(
     tx, "billing_intervals",
     {"sandbox_id", "meter", "start_seq", "end_seq", "tenant", "start_ms", "end_ms", "bytes"},
@@ -467,12 +480,14 @@ batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& project
     return outcome;
   recall_heads(tx, fresh.all, memory);
   // The audit chain is hashed on another thread while PostgreSQL applies the sandboxes and
-  // billing statements; it touches only memory.heads, those only memory.sandboxes.
+  // billing statements; it touches only memory.heads, those only memory.sandboxes. The
+  // billing rows are computed on a third while PostgreSQL applies the sandboxes statements.
   auto audit = std::async(std::launch::async, [&fresh, &heads = memory.heads] {
     return chain_audit_rows(fresh.all, heads);
   });
+  auto billing = std::async(std::launch::async, [&fresh] { return billing_rows_of(fresh); });
   apply_sandboxes(tx, projection, fresh);
-  apply_billing(tx, fresh);
+  write_billing(tx, billing.get());
   write_audit(tx, audit.get(), memory);
   return outcome;
 }
