@@ -3,6 +3,7 @@
 // behind the log it stays at a steady rate.
 //
 //   projection_bench [--json] [--sandboxes N] [--rate EVENTS_PER_S] [--seconds S] [--batch B]
+//                    [--projectors P]
 //
 // events_per_s: a backlog of the mixed stream in file_log, projected from offset zero with
 //   catch_up() (batches of at most B events, one transaction each; default the projector's
@@ -34,6 +35,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -129,22 +131,54 @@ throughput figures(double rows, double wall_s, const cpu_split& cpu) {
           cpu.thread * 1e6 / rows};
 }
 
+// With `projectors` > 1, that many projectors of the one projection, each owning every
+// projectors-th partition (the scale-out plan), catch up at once, each on a thread of its
+// own; its step-thread CPU is then the sum over those threads.
 throughput measure_backlog(const test::pg_server& pg, const std::string& log_dir,
-                           const std::vector<events::event>& stream, std::size_t batch) {
+                           const std::vector<events::event>& stream, std::size_t batch,
+                           int projectors) {
   const std::string conninfo = pg.conninfo();
   events::file_log log(log_options(log_dir));
   test::append_all(log, stream, 5000);
-  projector_options o;
-  o.schema = "bench";
-  o.max_batch = batch;
-  projector p(log, conninfo, o);
+  std::vector<std::unique_ptr<projector>> ps;
+  for (int k = 0; k < projectors; ++k) {
+    projector_options o;
+    o.schema = "bench";
+    o.max_batch = batch;
+    for (std::int32_t part = k; part < log.partitions(); part += projectors)
+      o.partitions.push_back(part);
+    ps.push_back(std::make_unique<projector>(log, conninfo, o));
+  }
   auto t0 = bench_clock::now();
   auto cpu0 = cpu_seconds(pg.dir());
-  p.catch_up();
+  double threads_s = 0;
+  if (projectors == 1) {
+    ps[0]->catch_up();
+  } else {
+    std::vector<double> thread_s(ps.size());
+    std::vector<std::thread> threads;
+    for (std::size_t k = 0; k < ps.size(); ++k)
+      threads.emplace_back([&, k] {
+        rusage a{}, b{};
+        ::getrusage(RUSAGE_THREAD, &a);
+        ps[k]->catch_up();
+        ::getrusage(RUSAGE_THREAD, &b);
+        thread_s[k] = seconds_of(b) - seconds_of(a);
+      });
+    for (auto& t : threads)
+      t.join();
+    for (double v : thread_s)
+      threads_s += v;
+  }
   double s = seconds_since(t0);
   auto cpu = cpu_seconds(pg.dir()) - cpu0;
-  if (p.status().applied != stream.size())
-    throw std::runtime_error("projected " + std::to_string(p.status().applied) + " of " +
+  if (projectors > 1)
+    cpu.thread = threads_s;
+  std::uint64_t applied = 0;
+  for (const auto& p : ps)
+    applied += p->status().applied;
+  if (applied != stream.size())
+    throw std::runtime_error("projected " + std::to_string(applied) + " of " +
                              std::to_string(stream.size()) + " events");
   return figures(static_cast<double>(stream.size()), s, cpu);
 }
@@ -285,6 +319,7 @@ int main(int argc, char** argv) {
   int rate = 5000;
   double seconds = 10;
   std::size_t batch = projector_options{}.max_batch;
+  int projectors = 1;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json"))
       json = true;
@@ -296,9 +331,12 @@ int main(int argc, char** argv) {
       seconds = std::atof(argv[++i]);
     else if (!std::strcmp(argv[i], "--batch") && i + 1 < argc)
       batch = static_cast<std::size_t>(std::atol(argv[++i]));
+    else if (!std::strcmp(argv[i], "--projectors") && i + 1 < argc)
+      projectors = std::max(1, std::min(8, std::atoi(argv[++i])));
     else {
       std::fprintf(stderr,
-                   "usage: %s [--json] [--sandboxes N] [--rate R] [--seconds S] [--batch B]\n",
+                   "usage: %s [--json] [--sandboxes N] [--rate R] [--seconds S] [--batch B]"
+                   " [--projectors P]\n",
                    argv[0]);
       return 2;
     }
@@ -307,12 +345,13 @@ int main(int argc, char** argv) {
   test::temp_dir dir("projection-bench");
   auto stream = test::mixed_stream(sandboxes, 50, 1'700'000'000'000'000'000);
 
-  auto projected = measure_backlog(pg, dir / "backlog", stream, batch);
-  std::printf("projector, all three read models, batches of %zu: %zu events, %.0f events/s,"
+  auto projected = measure_backlog(pg, dir / "backlog", stream, batch, projectors);
+  std::printf("%d projector(s), all three read models, batches of %zu: %zu events, %.0f events/s,"
               " %.0f per CPU-s (CPU per event: projector %.1f us, of it its step thread %.1f us;"
               " PostgreSQL %.1f us)\n",
-              batch, stream.size(), projected.per_s, projected.per_cpu_s, projected.self_us_per_row,
-              projected.step_thread_us_per_row, projected.server_us_per_row);
+              projectors, batch, stream.size(), projected.per_s, projected.per_cpu_s,
+              projected.self_us_per_row, projected.step_thread_us_per_row,
+              projected.server_us_per_row);
   auto copied = measure_copy(pg, stream);
   std::printf("reference, raw COPY of the audit rows: %.0f rows/s, %.0f per CPU-s (CPU per row:"
               " client %.1f us, PostgreSQL %.1f us)\n",
@@ -333,6 +372,7 @@ int main(int argc, char** argv) {
                         {"step_thread_cpu_us_per_event", projected.step_thread_us_per_row},
                         {"server_cpu_us_per_event", projected.server_us_per_row},
                         {"batch", batch},
+                        {"projectors", projectors},
                         {"copy_rows_per_cpu_s", static_cast<long>(copied.per_cpu_s)},
                         {"load_average", load[0]},
                         {"lag_p99_ms", lag.p99_ms},
