@@ -11,6 +11,8 @@
 //   and for the projector's step thread alone (step_thread_cpu_us_per_event): the step
 //   thread and PostgreSQL's backend take turns, so on an idle machine their sum bounds the
 //   time per event from below, whatever the projector's other threads do beside them.
+//   --projectors P splits the partitions between P projectors of the projection (the
+//   scale-out plan), each with a PostgreSQL backend of its own.
 // copy_rows_per_s: the reference, same run and same server: a raw COPY (pqxx::stream_to)
 //   of the audit rows of the same events into a table like audit_log (same indexes) —
 //   what PostgreSQL ingests when nothing is computed, read or upserted.
