@@ -71,8 +71,10 @@ migration_outcome apply_migrations(pqxx::connection_base& conn, const std::strin
   auto wanted = load_migrations(dir);
   {
     pqxx::nontransaction nt(conn);
-    nt.exec("CREATE SCHEMA IF NOT EXISTS " + nt.quote_name(schema));
+    // The lock first: CREATE SCHEMA IF NOT EXISTS is not safe against a concurrent one
+    // (both see no schema; the second fails on the catalog's unique index).
     nt.exec("SELECT pg_advisory_lock(hashtext(" + nt.quote("sandboxd.migrations." + schema) + "))");
+    nt.exec("CREATE SCHEMA IF NOT EXISTS " + nt.quote_name(schema));
   }
   struct unlock {
     pqxx::connection_base& c;

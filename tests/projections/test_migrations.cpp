@@ -10,6 +10,8 @@
 #include <pqxx/pqxx>
 
 #include <fstream>
+#include <future>
+#include <vector>
 
 using namespace sandboxd::projections;
 using sandboxd::test::pg_server;
@@ -47,6 +49,30 @@ BOOST_AUTO_TEST_CASE(repository_migrations_apply_once_and_create_the_read_models
                               std::string(table))[0]
                    .as<int>() == 1,
                table);
+}
+
+BOOST_AUTO_TEST_CASE(concurrent_starters_on_a_new_schema_apply_every_migration_once) {
+  // Projectors of one projection start together: each applies the migrations to the same
+  // schema, which none of them has made yet.
+  for (int round = 0; round < 5; ++round) {
+    const std::string schema = "together_" + std::to_string(round);
+    std::vector<std::future<migration_outcome>> starters;
+    for (int i = 0; i < 4; ++i)
+      starters.push_back(std::async(std::launch::async, [&] {
+        pqxx::connection c(pg_server::shared().conninfo());
+        return apply_migrations(c, schema);
+      }));
+    std::size_t applied = 0;
+    for (auto& s : starters)
+      applied += s.get().applied.size(); // rethrows a starter's failure
+    pqxx::connection c(pg_server::shared().conninfo());
+    pqxx::work w(c);
+    const auto recorded =
+      w.exec1("SELECT count(*) FROM " + w.quote_name(schema) + ".schema_migrations")[0]
+        .as<std::size_t>();
+    BOOST_TEST(applied == recorded);
+    BOOST_TEST(recorded > 0u);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(migrations_apply_in_version_order_with_checksums) {
