@@ -4,6 +4,8 @@
 #include "actors/state_snapshot.hpp"
 
 #include <pthread.h>
+#include <sys/resource.h>
+#include <unistd.h>
 
 #include <condition_variable>
 #include <future>
@@ -48,6 +50,11 @@ struct control_plane::impl {
 
 void control_plane::impl::run_snapshotter() {
   ::pthread_setname_np(::pthread_self(), "sbd-snapshots");
+  // Background work: a snapshot replays and encodes a whole stretch of the log, up to a
+  // second of CPU. At the lowest priority it takes what the commands leave and never holds
+  // a CPU an actor or the log's threads are waiting for (it still progresses when they
+  // are busy, only slower). Failing to lower it is harmless.
+  (void)::setpriority(PRIO_PROCESS, static_cast<id_t>(::gettid()), 19);
   std::uint64_t last = 0;
   std::unique_lock l(stop_mu);
   while (!stopping) {
