@@ -86,10 +86,11 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
     m.options.clock = [] {
       return std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
     };
-  if (m.options.driver_never_blocks && m.options.driver->name() != "hollow")
-    throw std::invalid_argument("driver_never_blocks is for the hollow driver only; driver " +
-                                std::string(m.options.driver->name()) +
-                                " blocks: leave the option off");
+  if (m.options.driver_never_blocks && !m.options.driver->never_blocks())
+    throw std::invalid_argument(
+      "driver_never_blocks: the " + std::string(m.options.driver->name()) +
+      " driver's calls can block (a real runtime, or the hollow driver with latency or sync) "
+      "and must not run on the actors' threads; leave the option off");
   m.snapshot_dir = m.options.data_dir + "/snapshots";
   auto recovered = recover(*m.options.log, *m.options.driver, m.snapshot_dir, m.options.clock());
   m.report = std::move(recovered.report);

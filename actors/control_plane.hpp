@@ -55,11 +55,11 @@ struct control_plane_options {
   clock_fn clock;                    // empty: the system clock
   std::size_t runtime_threads = 8;   // the blocking pool
   std::size_t scheduler_threads = 0; // CAF's; 0: CAF's default
-  // The driver's lifecycle calls and usage() are quick in-memory changes that never block:
-  // true only for the hollow driver with no latency (benchmarks, tests). Lifecycle steps and
-  // storage samples then run on the sandbox actor's own thread instead of the blocking pool
-  // (two thread hand-offs fewer per step); exec still runs on the pool. Refused (invalid
-  // argument) for any driver not named "hollow".
+  // The driver's lifecycle calls and usage() are quick in-memory changes that never block
+  // (runtime::driver::never_blocks(): the hollow driver without latency or sync, for
+  // benchmarks and tests). Lifecycle steps and storage samples then run on the sandbox
+  // actor's own thread instead of the blocking pool (two thread hand-offs fewer per step);
+  // exec still runs on the pool. Refused (invalid argument) for a driver that can block.
   bool driver_never_blocks = false;
   std::chrono::milliseconds timer_poll{1000}; // how often timers look at a manual clock
   // An idle paused, deleted (or absent) sandbox's actor is passivated after this long.

@@ -122,6 +122,10 @@ public:
 
   // "runsc", "crun" or "hollow".
   virtual std::string_view name() const = 0;
+  // True when create, start, pause, resume, remove and usage are quick in-memory changes
+  // that never wait (no process, no sleep, no sync): such a driver may be called on an
+  // actor's thread (control_plane_options::driver_never_blocks). False for real runtimes.
+  virtual bool never_blocks() const { return false; }
 
   // Makes the sandbox's root filesystem and runtime state; status `created`.
   virtual outcome<sandbox_info> create(const create_request& request) = 0;

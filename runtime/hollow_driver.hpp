@@ -51,6 +51,8 @@ public:
   hollow_driver& operator=(const hollow_driver&) = delete;
 
   std::string_view name() const override { return "hollow"; }
+  // Without latency and without sync: its lifecycle calls wait for nothing.
+  bool never_blocks() const override { return options_.latency.count() == 0 && !options_.sync; }
   outcome<sandbox_info> create(const create_request& request) override;
   outcome<void> start(const std::string& id) override;
   outcome<exec_result> exec(const std::string& id, const exec_request& request) override;

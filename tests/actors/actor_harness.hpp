@@ -98,6 +98,7 @@ public:
   std::atomic<int> slow_ms{0}; // each lifecycle call sleeps this long, to widen races
 
   std::string_view name() const override { return inner_.name(); }
+  bool never_blocks() const override { return inner_.never_blocks(); }
   runtime::outcome<runtime::sandbox_info> create(const runtime::create_request& r) override {
     guard g(*this, r.id);
     return inner_.create(r);

@@ -444,6 +444,25 @@ BOOST_AUTO_TEST_CASE(steps_on_the_actors_threads_persist_then_reply_as_through_t
   BOOST_TEST(!w.driver.overlapped.load());
 }
 
+// A driver whose calls can wait (here the hollow driver with latency, as a real runtime's
+// do) is never called on the actors' threads: the option is refused, naming the driver.
+BOOST_AUTO_TEST_CASE(a_driver_that_can_block_is_refused) {
+  world w;
+  runtime::hollow_driver slow(
+    runtime::hollow_options{w.dir / "slow", std::chrono::microseconds(500)});
+  BOOST_TEST(w.hollow.never_blocks());
+  BOOST_TEST(!slow.never_blocks());
+  w.options.driver = &slow;
+  w.options.driver_never_blocks = true;
+  std::string message;
+  try {
+    w.start();
+  } catch (const std::invalid_argument& e) {
+    message = e.what();
+  }
+  BOOST_TEST(message.find("hollow driver's calls can block") != std::string::npos, message);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(hollow_driver_directory_cache)
