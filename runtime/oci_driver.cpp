@@ -108,7 +108,8 @@ static oci_options with_canonical_dir(oci_options o) {
 }
 
 oci_driver::oci_driver(oci_options options)
-    : options_(with_canonical_dir(std::move(options))), templates_(options_.data_dir) {
+    : options_(with_canonical_dir(std::move(options))), templates_(options_.data_dir),
+      removals_(options_.data_dir + "/removing") {
   if (options_.data_dir.find_first_of(",:") != std::string::npos)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
@@ -209,7 +210,7 @@ void oci_driver::refresh_status(sandbox_record& r) {
   auto st = runtime_status(r.info.id);
   if (!st || *st == "stopped") {
     r.info.status = sandbox_status::stopped;
-    save_record(options_.data_dir, r);
+    save_record(options_.data_dir, r, record_write::update);
   }
 }
 
@@ -236,8 +237,32 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     r.info.limits = req.limits;
     r.info.status = sandbox_status::created;
     r.template_dir = root.value();
-    save_record(options_.data_dir, r);
+    save_record(options_.data_dir, r, record_write::first);
+    // The record's fsync (a journal commit, mostly waiting for the disk) runs while the
+    // runtime creates the container; create returns only once both are done.
+    std::exception_ptr sync_fault;
+    std::thread syncer([&] {
+      try {
+        sync_record(options_.data_dir, req.id);
+      } catch (...) {
+        sync_fault = std::current_exception();
+      }
+    });
+    struct joined {
+      std::thread& t;
+      ~joined() {
+        if (t.joinable())
+          t.join();
+      }
+    } join_syncer{syncer};
     auto c = create_container(r);
+    syncer.join();
+    if (c && sync_fault) {
+      delete_container(req.id, false);
+      unmount_overlay(overlay_of(r));
+      fs::remove_all(d);
+      std::rethrow_exception(sync_fault);
+    }
     if (!c) {
       delete_container(req.id, false);
       unmount_overlay(overlay_of(r));
@@ -266,7 +291,7 @@ outcome<void> oci_driver::start(const std::string& id) {
     if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
       return c;
     r->info.status = sandbox_status::running;
-    save_record(options_.data_dir, r.value());
+    save_record(options_.data_dir, r.value(), record_write::update);
     return {};
   });
 }
@@ -420,7 +445,7 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
       delete_container(id, false);
       r->info.status = sandbox_status::paused_memory;
     }
-    save_record(options_.data_dir, r.value());
+    save_record(options_.data_dir, r.value(), record_write::update);
     return {};
   });
 }
@@ -454,7 +479,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
       fs::remove_all(image);
     }
     r->info.status = sandbox_status::running;
-    save_record(options_.data_dir, r.value());
+    save_record(options_.data_dir, r.value(), record_write::update);
     return {};
   });
 }
@@ -476,7 +501,11 @@ outcome<void> oci_driver::remove(const std::string& id) {
       std::string cg = std::string("/sys/fs/cgroup/") + ctrl + cgroup_path(id);
       ::rmdir(cg.c_str());
     }
-    fs::remove_all(d);
+    try {
+      removals_.take(d); // gone from sandboxes/ now; its files are deleted in the background
+    } catch (const std::system_error&) {
+      fs::remove_all(d);
+    }
     return {};
   });
 }

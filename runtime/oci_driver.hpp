@@ -29,6 +29,7 @@
 #include "runtime/driver.hpp"
 #include "runtime/orphan_reaper.hpp"
 #include "runtime/overlay_mount.hpp"
+#include "runtime/removal_queue.hpp"
 #include "runtime/sandbox_locks.hpp"
 #include "runtime/sandbox_record.hpp"
 #include "runtime/template_store.hpp"
@@ -84,6 +85,9 @@ public:
   // host-wide abstract sockets after it (so it carries the instance) and accepts any
   // unambiguous prefix of an id (so no id may be a prefix of another: ids hold no '.').
   std::string cid(const std::string& id) const;
+  // Blocks until the files of every sandbox removed so far are deleted (remove() returns
+  // once the directory is out of sandboxes/; the deletion runs in the background).
+  void drain_removals() { removals_.drain(); }
 
 private:
   struct cli_output {
@@ -115,6 +119,7 @@ private:
   template_store templates_;
   sandbox_locks locks_;
   orphan_reaper::user reaper_;
+  removal_queue removals_;
 };
 
 } // namespace sandboxd::runtime

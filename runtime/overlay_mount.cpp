@@ -7,9 +7,14 @@
 #include <fstream>
 #include <sstream>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <system_error>
 #include <thread>
 #include <unistd.h>
+
+#ifndef STATX_ATTR_MOUNT_ROOT
+#define STATX_ATTR_MOUNT_ROOT 0x00002000
+#endif
 
 namespace sandboxd::runtime {
 namespace {
@@ -67,6 +72,11 @@ void unmount_overlay(const overlay_dirs& d, bool flush) {
 }
 
 bool is_mount_point(const std::string& path) {
+  // statx says it directly (Linux 5.8+); /proc/self/mountinfo is the fallback.
+  struct statx sx {};
+  if (::statx(AT_FDCWD, path.c_str(), AT_NO_AUTOMOUNT, STATX_BASIC_STATS, &sx) == 0 &&
+      (sx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+    return (sx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
   std::ifstream in("/proc/self/mountinfo");
   std::string line;
   while (std::getline(in, line)) {

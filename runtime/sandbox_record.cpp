@@ -47,7 +47,7 @@ std::string sandbox_dir(const std::string& data_dir, const std::string& id) {
   return data_dir + "/sandboxes/" + id;
 }
 
-void save_record(const std::string& data_dir, const sandbox_record& r) {
+void save_record(const std::string& data_dir, const sandbox_record& r, record_write how) {
   const auto& l = r.info.limits;
   nlohmann::json j = {
     {"id", r.info.id},
@@ -62,17 +62,32 @@ void save_record(const std::string& data_dir, const sandbox_record& r) {
       {"max_file_bytes", l.max_file_bytes}}},
   };
   std::string dir = sandbox_dir(data_dir, r.info.id);
-  std::string tmp = dir + "/.sandbox.json.tmp";
+  std::string path = dir + "/sandbox.json";
+  std::string tmp = how == record_write::first ? path : dir + "/.sandbox.json.tmp";
   std::string text = j.dump(1) + "\n";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (how == record_write::first ? O_EXCL : O_TRUNC);
+  int fd = ::open(tmp.c_str(), flags, 0644);
   if (fd < 0)
     throw std::system_error(errno, std::generic_category(), "open " + tmp);
-  bool ok =
-    ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   int e = errno;
   ::close(fd);
-  if (!ok || ::rename(tmp.c_str(), (dir + "/sandbox.json").c_str()) != 0)
-    throw std::system_error(ok ? errno : e, std::generic_category(), "write " + tmp);
+  if (!ok)
+    throw std::system_error(e, std::generic_category(), "write " + tmp);
+  if (how == record_write::update && ::rename(tmp.c_str(), path.c_str()) != 0)
+    throw std::system_error(errno, std::generic_category(), "rename " + tmp);
+}
+
+void sync_record(const std::string& data_dir, const std::string& id) {
+  std::string path = sandbox_dir(data_dir, id) + "/sandbox.json";
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    throw std::system_error(errno, std::generic_category(), "open " + path);
+  int rc = ::fsync(fd);
+  int e = errno;
+  ::close(fd);
+  if (rc != 0)
+    throw std::system_error(e, std::generic_category(), "fsync " + path);
 }
 
 std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id) {

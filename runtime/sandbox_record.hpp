@@ -1,9 +1,13 @@
 // sandbox_record — what a driver remembers of one sandbox on disk, so that `list()`
 // and every call work after the process restarts: `sandboxes/<id>/sandbox.json` under
-// the driver's data directory. Written atomically (temporary file, rename), without
-// fsync: it is rewritten on every transition, and after a power loss a status that is
-// one step old is corrected by the driver asking the runtime (inspect, list) and by
-// the caller's own reconciliation from its event log.
+// the driver's data directory.
+//
+// The first record of a sandbox is written in place and then fsynced (`sync_record`,
+// which the driver runs while the runtime creates the container): a sandbox whose
+// create returned is on disk and listed after a power loss. Later records (every transition)
+// replace it atomically (temporary file, rename) without fsync: after a power loss a status that is
+// one step old is corrected by the driver asking the runtime (inspect, list: no container left
+// means `stopped`) and by the caller's own reconciliation from its event log.
 #pragma once
 
 #include "runtime/driver.hpp"
@@ -25,7 +29,14 @@ outcome<void> check_sandbox_id(const std::string& id);
 // <data_dir>/sandboxes/<id>
 std::string sandbox_dir(const std::string& data_dir, const std::string& id);
 
-void save_record(const std::string& data_dir, const sandbox_record& record);
+enum class record_write {
+  first,  // into a new sandbox's directory, in place (a torn one reads as no record)
+  update, // replaces the record atomically
+};
+// Neither way fsyncs; see sync_record.
+void save_record(const std::string& data_dir, const sandbox_record& record, record_write how);
+// fsyncs the record of `id`; throws std::system_error if it cannot.
+void sync_record(const std::string& data_dir, const std::string& id);
 // nullopt when the sandbox has no (complete) record.
 std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id);
 // The record of `id`, or not_found / invalid_argument with a message saying so.

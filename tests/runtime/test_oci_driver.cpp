@@ -302,6 +302,10 @@ BOOST_FIXTURE_TEST_CASE(remove_leaves_no_mount_process_directory_or_runtime_stat
   sh("del", "sleep 1000 >/dev/null 2>&1 & echo x > /workspace/x");
   BOOST_TEST_REQUIRE(d->pause("del", pause_mode::memory).ok());
   BOOST_TEST_REQUIRE(d->remove("del").ok());
+  // remove() returns with the directory out of sandboxes/; its files go in the background.
+  BOOST_TEST(!std::filesystem::exists(data + "/sandboxes/del"));
+  oci.drain_removals();
+  BOOST_TEST(std::filesystem::is_empty(data + "/removing"));
 
   std::ifstream mounts("/proc/mounts");
   std::string all((std::istreambuf_iterator<char>(mounts)), {});
