@@ -177,7 +177,7 @@ std::optional<std::string> oci_driver::runtime_status(const std::string& id) con
   return j.value("status", "");
 }
 
-outcome<void> oci_driver::create_container(const sandbox_record& r) {
+outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_new_record) {
   const std::string& id = r.info.id;
   auto ov = overlay_of(r);
   if (!is_mount_point(ov.target))
@@ -190,11 +190,18 @@ outcome<void> oci_driver::create_container(const sandbox_record& r) {
   if (options_.runtime == oci_runtime::crun)
     args.push_back("--pid-file=" + pid_file.path()); // its init is re-parented to us
   args.push_back(cid(id));
-  if (auto c = cli_step(id, "create", args); !c)
-    return c;
+  // The new record's fsync (a journal commit: mostly waiting for the disk) runs while
+  // the runtime creates the container (mostly CPU), not before it: started any earlier,
+  // the commit would hold up the mount and the other writes above.
+  std::optional<record_sync> sync;
+  if (sync_new_record)
+    sync.emplace(options_.data_dir, id);
+  auto c = cli_step(id, "create", args);
   if (std::string pid = pid_file.read(); !pid.empty())
     orphan_reaper::adopt(std::stoi(pid));
-  return {};
+  if (sync)
+    sync->wait(); // throws if the record is not durable
+  return c;
 }
 
 void oci_driver::delete_container(const std::string& id, bool frozen) {
@@ -238,35 +245,20 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     r.info.status = sandbox_status::created;
     r.template_dir = root.value();
     save_record(options_.data_dir, r, record_write::first);
-    // The record's fsync (a journal commit, mostly waiting for the disk) runs while the
-    // runtime creates the container; create returns only once both are done.
-    std::exception_ptr sync_fault;
-    std::thread syncer([&] {
-      try {
-        sync_record(options_.data_dir, req.id);
-      } catch (...) {
-        sync_fault = std::current_exception();
-      }
-    });
-    struct joined {
-      std::thread& t;
-      ~joined() {
-        if (t.joinable())
-          t.join();
-      }
-    } join_syncer{syncer};
-    auto c = create_container(r);
-    syncer.join();
-    if (c && sync_fault) {
+    auto undo = [&] {
       delete_container(req.id, false);
       unmount_overlay(overlay_of(r));
       fs::remove_all(d);
-      std::rethrow_exception(sync_fault);
+    };
+    outcome<void> c;
+    try {
+      c = create_container(r, true);
+    } catch (...) {
+      undo();
+      throw;
     }
     if (!c) {
-      delete_container(req.id, false);
-      unmount_overlay(overlay_of(r));
-      fs::remove_all(d);
+      undo();
       return c.err();
     }
     return r.info;

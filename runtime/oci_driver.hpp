@@ -99,7 +99,9 @@ private:
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
   overlay_dirs overlay_of(const sandbox_record& r) const;
-  outcome<void> create_container(const sandbox_record& r);
+  // Mounts the overlay if needed, writes config.json and has the runtime create the
+  // container; with `sync_new_record`, also fsyncs the sandbox's first record.
+  outcome<void> create_container(const sandbox_record& r, bool sync_new_record = false);
   // Kills and deletes the container; `frozen` when crun may have it frozen.
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;

@@ -78,16 +78,27 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
     throw std::system_error(errno, std::generic_category(), "rename " + tmp);
 }
 
-void sync_record(const std::string& data_dir, const std::string& id) {
-  std::string path = sandbox_dir(data_dir, id) + "/sandbox.json";
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    throw std::system_error(errno, std::generic_category(), "open " + path);
-  int rc = ::fsync(fd);
-  int e = errno;
-  ::close(fd);
-  if (rc != 0)
-    throw std::system_error(e, std::generic_category(), "fsync " + path);
+record_sync::record_sync(const std::string& data_dir, const std::string& id)
+    : path_(sandbox_dir(data_dir, id) + "/sandbox.json") {
+  thread_ = std::thread([this] {
+    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || ::fsync(fd) != 0)
+      error_ = errno;
+    if (fd >= 0)
+      ::close(fd);
+  });
+}
+
+record_sync::~record_sync() {
+  if (thread_.joinable())
+    thread_.join();
+}
+
+void record_sync::wait() {
+  if (thread_.joinable())
+    thread_.join();
+  if (error_ != 0)
+    throw std::system_error(error_, std::generic_category(), "fsync " + path_);
 }
 
 std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id) {

@@ -2,7 +2,7 @@
 // and every call work after the process restarts: `sandboxes/<id>/sandbox.json` under
 // the driver's data directory.
 //
-// The first record of a sandbox is written in place and then fsynced (`sync_record`,
+// The first record of a sandbox is written in place and then fsynced (`record_sync`,
 // which the driver runs while the runtime creates the container): a sandbox whose
 // create returned is on disk and listed after a power loss. Later records (every transition)
 // replace it atomically (temporary file, rename) without fsync: after a power loss a status that is
@@ -14,6 +14,7 @@
 
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sandboxd::runtime {
@@ -33,10 +34,23 @@ enum class record_write {
   first,  // into a new sandbox's directory, in place (a torn one reads as no record)
   update, // replaces the record atomically
 };
-// Neither way fsyncs; see sync_record.
+// Neither way fsyncs; see record_sync.
 void save_record(const std::string& data_dir, const sandbox_record& record, record_write how);
-// fsyncs the record of `id`; throws std::system_error if it cannot.
-void sync_record(const std::string& data_dir, const std::string& id);
+// fsyncs the record of `id` on a thread of its own, from construction until wait()
+// (which throws std::system_error if it failed) or destruction (which only joins).
+class record_sync {
+public:
+  record_sync(const std::string& data_dir, const std::string& id);
+  ~record_sync();
+  record_sync(const record_sync&) = delete;
+  record_sync& operator=(const record_sync&) = delete;
+  void wait();
+
+private:
+  int error_ = 0;
+  std::string path_;
+  std::thread thread_;
+};
 // nullopt when the sandbox has no (complete) record.
 std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id);
 // The record of `id`, or not_found / invalid_argument with a message saying so.
