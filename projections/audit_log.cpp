@@ -84,12 +84,14 @@ std::vector<audit_finding> verify_audit_log(pqxx::transaction_base& tx) {
            std::to_string(r.partition) + " (event " + r.event_id + ")";
   };
   std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> heads;
-  for (const auto& row : tx.exec("SELECT tenant, partition, position, hash FROM audit_chain_heads"))
+  for (const auto& row : tx.exec("SELECT tenant, partition, position, encode(hash, 'hex')"
+                                 " FROM audit_chain_heads"))
     heads[{row[0].as<std::string>(), row[1].as<std::int32_t>()}] = {row[2].as<std::int64_t>(),
                                                                     row[3].as<std::string>()};
 
   auto rows = tx.exec("SELECT tenant, partition, position, event_id, occurred_at_ns, principal,"
-                      " action, sandbox_id, outcome, detail, prev_hash, hash FROM audit_log"
+                      " action, sandbox_id, outcome, detail, encode(prev_hash, 'hex'),"
+                      " encode(hash, 'hex') FROM audit_log"
                       " ORDER BY tenant, partition, position");
   audit_row prev;
   bool have_prev = false;

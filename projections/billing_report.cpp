@@ -1,5 +1,7 @@
 #include "projections/billing_report.hpp"
 
+#include "projections/pg_array.hpp"
+
 #include <pqxx/pqxx>
 
 #include <map>
@@ -30,10 +32,17 @@ bill_result billing_report(pqxx::transaction_base& tx, const std::string& tenant
     l.compute_byte_ms = parse_usage(f[1].as<std::string>());
     l.storage_byte_ms = parse_usage(f[2].as<std::string>());
   }
+  // The intervals touching the period of the sandboxes billed (those with hourly rows in
+  // it), through billing_intervals' primary key (migration 0006).
+  pg_array billed;
+  for (const auto& [id, l] : lines)
+    billed.add(id);
   std::map<std::string, std::set<std::uint64_t>> seqs;
-  for (const auto& f : tx.exec_params("SELECT sandbox_id, start_seq, end_seq FROM billing_intervals"
-                                      " WHERE tenant = $1 AND start_ms < $3 AND end_ms > $2",
-                                      tenant, from_ms, to_ms)) {
+  for (const auto& f : tx.exec_params("SELECT i.sandbox_id, i.start_seq, i.end_seq"
+                                      " FROM unnest($4::text[]) AS b(id)"
+                                      " JOIN billing_intervals i ON i.sandbox_id = b.id"
+                                      " WHERE i.tenant = $1 AND i.start_ms < $3 AND i.end_ms > $2",
+                                      tenant, from_ms, to_ms, billed.str())) {
     auto& s = seqs[f[0].as<std::string>()];
     s.insert(f[1].as<std::uint64_t>());
     s.insert(f[2].as<std::uint64_t>());

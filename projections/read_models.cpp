@@ -65,6 +65,13 @@ void copy_field(std::string& out, std::int64_t v) {
   out += std::to_string(v);
   out += '\t';
 }
+// Appends a bytea field given as hex digits: COPY's text format takes bytea's hex input
+// form, \x and the digits, with its backslash escaped.
+void copy_hex_bytea(std::string& out, std::string_view hex) {
+  out += "\\\\x";
+  out.append(hex);
+  out += '\t';
+}
 // Ends a row: its last field's tab becomes the newline.
 void copy_end_row(std::string& out) {
   out.back() = '\n';
@@ -399,7 +406,8 @@ void recall_heads(pqxx::transaction_base& tx, const event_list& events, projecti
   if (k_tenant.size() == 0)
     return;
   for (const auto& f :
-       tx.exec_params("SELECT h.tenant, h.partition, h.position, h.hash FROM audit_chain_heads h"
+       tx.exec_params("SELECT h.tenant, h.partition, h.position, encode(h.hash, 'hex')"
+                      " FROM audit_chain_heads h"
                       " JOIN unnest($1::text[], $2::integer[]) AS k(tenant, partition)"
                       "  ON h.tenant = k.tenant AND h.partition = k.partition",
                       k_tenant.str(), k_partition.str()))
@@ -435,8 +443,8 @@ audit_rows chain_audit_rows(const event_list& events,
     copy_field(c, row.sandbox_id);
     copy_field(c, row.outcome);
     copy_field(c, row.detail);
-    copy_field(c, row.prev_hash);
-    copy_field(c, row.hash);
+    copy_hex_bytea(c, row.prev_hash);
+    copy_hex_bytea(c, row.hash);
     copy_end_row(c);
   }
   return out;
@@ -460,11 +468,13 @@ void write_audit(pqxx::transaction_base& tx, audit_rows rows, const projection_m
     h_position.add(h.position);
     h_hash.add(h.hash);
   }
-  tx.exec_params("INSERT INTO audit_chain_heads (tenant, partition, position, hash)"
-                 " SELECT * FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::text[])"
-                 " ON CONFLICT (tenant, partition) DO UPDATE SET position = EXCLUDED.position,"
-                 "  hash = EXCLUDED.hash",
-                 h_tenant.str(), h_partition.str(), h_position.str(), h_hash.str());
+  tx.exec_params(
+    "INSERT INTO audit_chain_heads (tenant, partition, position, hash)"
+    " SELECT t, p, n, decode(h, 'hex')"
+    " FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::text[]) AS u(t, p, n, h)"
+    " ON CONFLICT (tenant, partition) DO UPDATE SET position = EXCLUDED.position,"
+    "  hash = EXCLUDED.hash",
+    h_tenant.str(), h_partition.str(), h_position.str(), h_hash.str());
 }
 
 } // namespace

@@ -3,12 +3,15 @@
 #define BOOST_TEST_MODULE migrations
 #include <boost/test/unit_test.hpp>
 
+#include "projections/audit_chain.hpp"
+#include "projections/audit_log.hpp"
 #include "projections/migrations.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <pqxx/pqxx>
 
+#include <filesystem>
 #include <fstream>
 #include <future>
 #include <vector>
@@ -49,6 +52,59 @@ BOOST_AUTO_TEST_CASE(repository_migrations_apply_once_and_create_the_read_models
                               std::string(table))[0]
                    .as<int>() == 1,
                table);
+}
+
+BOOST_AUTO_TEST_CASE(hex_audit_hashes_become_bytes_and_the_chains_still_verify) {
+  // A schema projected before 0005 holds the hashes as hex text; 0005 converts them in
+  // place, and verification (which reads them back as hex) finds the chain intact.
+  temp_dir old_dir("migrations-0004");
+  for (const auto& entry : std::filesystem::directory_iterator(default_migrations_dir()))
+    if (entry.path().filename().string() < "0005")
+      std::filesystem::copy_file(entry.path(), old_dir / entry.path().filename().string());
+  pqxx::connection c(pg_server::shared().conninfo());
+  BOOST_TEST(apply_migrations(c, "before_0005", old_dir.path()).current_version == 4);
+  std::vector<audit_row> rows;
+  std::string prev = audit_genesis_hash();
+  for (int i = 1; i <= 3; ++i) {
+    audit_row r;
+    r.tenant = "t1";
+    r.partition = 2;
+    r.position = i;
+    r.event_id = "e" + std::to_string(i);
+    r.occurred_at_ns = 1000 * i;
+    r.principal = "alice";
+    r.action = "exec_started";
+    r.sandbox_id = "sb_1";
+    r.outcome = "accepted";
+    r.detail = "x" + std::to_string(i) + ": ls";
+    link(r, prev);
+    prev = r.hash;
+    rows.push_back(r);
+  }
+  {
+    pqxx::work w(c);
+    w.exec("SET LOCAL search_path TO before_0005");
+    for (const auto& r : rows)
+      w.exec_params("INSERT INTO audit_log VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11,"
+                    " $12)",
+                    r.tenant, r.partition, r.position, r.event_id, r.occurred_at_ns, r.principal,
+                    r.action, r.sandbox_id, r.outcome, r.detail, r.prev_hash, r.hash);
+    w.exec_params("INSERT INTO audit_chain_heads VALUES ('t1', 2, 3, $1)", prev);
+    w.commit();
+  }
+  BOOST_TEST(apply_migrations(c, "before_0005").applied.front() == 5);
+  pqxx::work w(c);
+  w.exec("SET LOCAL search_path TO before_0005");
+  BOOST_TEST(w.exec1("SELECT octet_length(hash) FROM audit_chain_heads")[0].as<int>() == 32);
+  BOOST_TEST(
+    w.exec1("SELECT encode(hash, 'hex') FROM audit_log WHERE position = 2")[0].as<std::string>() ==
+    rows[1].hash);
+  BOOST_TEST(verify_audit_log(w).empty());
+  // The converted rows are what the projector now writes: an edit is still found.
+  w.exec("UPDATE audit_log SET detail = 'x2: rm' WHERE position = 2");
+  auto findings = verify_audit_log(w);
+  BOOST_TEST_REQUIRE(findings.size() == 1u);
+  BOOST_TEST(findings[0].problem == "edited");
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_starters_on_a_new_schema_apply_every_migration_once) {

@@ -253,9 +253,9 @@ BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql
   BOOST_TEST(edited[0].message.find(event_at(3)) != std::string::npos, edited[0].message);
 
   // An edit that also recomputes the row's own hash still breaks the next link.
-  auto rehashed =
-    findings_after("UPDATE audit_log SET outcome = 'accepted', hash = repeat('f', 64)" + where +
-                   " AND position = 3");
+  auto rehashed = findings_after(
+    "UPDATE audit_log SET outcome = 'accepted', hash = decode(repeat('f', 64), 'hex')" + where +
+    " AND position = 3");
   BOOST_TEST(!rehashed.empty());
   BOOST_TEST(rehashed[0].position == 3);
 
