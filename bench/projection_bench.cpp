@@ -7,16 +7,20 @@
 //
 // events_per_s: a backlog of the mixed stream in file_log, projected from offset zero with
 //   catch_up() (batches of at most B events, one transaction each; default the projector's
-//   max_batch). CPU per event is reported for the projector's process and PostgreSQL apart,
-//   and for the projector's step thread alone (step_thread_cpu_us_per_event): the step
-//   thread and PostgreSQL's backend take turns, so on an idle machine their sum bounds the
-//   time per event from below, whatever the projector's other threads do beside them.
-//   --projectors P splits the partitions between P projectors of the projection (the
-//   scale-out plan), each with a PostgreSQL backend of its own.
+//   max_batch) in the deployment docs/projections.md describes for a projection: P
+//   projectors of it (default 2, this machine's cores), each owning every P-th partition,
+//   with a thread and a PostgreSQL backend of its own. events_per_s_one_projector: the same
+//   backlog, in a schema of its own, by one projector owning every partition (measured
+//   first, every run; with --projectors 1 the two figures are the same run). CPU per event
+//   is reported for the projector's process and PostgreSQL apart, and for the projectors'
+//   step threads alone (step_thread_cpu_us_per_event, summed over projectors): a step
+//   thread and its backend take turns, so on an idle machine one projector's step thread
+//   and backend CPU bound its time per event from below, whatever its other threads do
+//   beside them.
 // copy_rows_per_s: the reference, same run and same server: a raw COPY (pqxx::stream_to)
 //   of the audit rows of the same events into a table like audit_log (same indexes) —
 //   what PostgreSQL ingests when nothing is computed, read or upserted.
-// lag_p99_ms: a producer appends to a fresh log at a steady rate while the projector runs
+// lag_p99_ms: a producer appends to a fresh log at a steady rate while the P projectors run
 //   in the background; per event, the time from issuing its append to the commit of the
 //   batch that applied it; the 99th percentile.
 // With --json the last line is one JSON object with these figures.
@@ -137,15 +141,15 @@ throughput figures(double rows, double wall_s, const cpu_split& cpu) {
 // projectors-th partition (the scale-out plan), catch up at once, each on a thread of its
 // own; its step-thread CPU is then the sum over those threads.
 throughput measure_backlog(const test::pg_server& pg, const std::string& log_dir,
-                           const std::vector<events::event>& stream, std::size_t batch,
-                           int projectors) {
+                           const std::string& schema, const std::vector<events::event>& stream,
+                           std::size_t batch, int projectors) {
   const std::string conninfo = pg.conninfo();
   events::file_log log(log_options(log_dir));
   test::append_all(log, stream, 5000);
   std::vector<std::unique_ptr<projector>> ps;
   for (int k = 0; k < projectors; ++k) {
     projector_options o;
-    o.schema = "bench";
+    o.schema = schema;
     o.max_batch = batch;
     for (std::int32_t part = k; part < log.partitions(); part += projectors)
       o.partitions.push_back(part);
@@ -199,7 +203,7 @@ throughput measure_copy(const test::pg_server& pg, const std::vector<events::eve
   pqxx::connection c(conninfo);
   {
     pqxx::work tx(c);
-    tx.exec("CREATE TABLE bench.copy_reference (LIKE bench.audit_log INCLUDING ALL)");
+    tx.exec("CREATE TABLE bench_one.copy_reference (LIKE bench_one.audit_log INCLUDING ALL)");
     tx.commit();
   }
   auto t0 = bench_clock::now();
@@ -207,7 +211,7 @@ throughput measure_copy(const test::pg_server& pg, const std::vector<events::eve
   pqxx::work tx(c);
   const std::size_t chunk = 5000; // one COPY per batch, as the projector writes
   for (std::size_t i = 0; i < rows.size(); i += chunk) {
-    pqxx::stream_to copy(tx, "bench.copy_reference",
+    pqxx::stream_to copy(tx, "bench_one.copy_reference",
                          std::vector<std::string>{"tenant", "partition", "position", "event_id",
                                                   "occurred_at_ns", "principal", "action",
                                                   "sandbox_id", "outcome", "detail", "prev_hash",
@@ -216,7 +220,8 @@ throughput measure_copy(const test::pg_server& pg, const std::vector<events::eve
       const auto& r = rows[j];
       copy << std::make_tuple(r.tenant, std::to_string(r.partition), std::to_string(r.position),
                               r.event_id, std::to_string(r.occurred_at_ns), r.principal, r.action,
-                              r.sandbox_id, r.outcome, r.detail, r.prev_hash, r.hash);
+                              r.sandbox_id, r.outcome, r.detail, "\\x" + r.prev_hash,
+                              "\\x" + r.hash); // bytea's hex input form
     }
     copy.complete();
   }
@@ -235,7 +240,7 @@ struct lag_figures {
 };
 
 lag_figures measure_lag(const std::string& conninfo, const std::string& log_dir, int rate,
-                        double seconds, std::size_t batch) {
+                        double seconds, std::size_t batch, int projectors) {
   events::file_log log(log_options(log_dir));
   struct commit_mark {
     std::int32_t partition;
@@ -244,18 +249,25 @@ lag_figures measure_lag(const std::string& conninfo, const std::string& log_dir,
   };
   std::mutex mutex;
   std::vector<commit_mark> commits;
-  projector_options o;
-  o.schema = "bench_lag";
-  o.max_batch = batch;
-  o.on_commit = [&](const std::map<std::int32_t, std::int64_t>& moved) {
-    auto now = bench_clock::now();
-    std::lock_guard lock(mutex);
-    for (auto [p, off] : moved)
-      commits.push_back({p, off, now});
-  };
-  projector p(log, conninfo, o);
-  p.catch_up(); // connect and migrate before the clock starts
-  p.start();
+  std::vector<std::unique_ptr<projector>> ps;
+  for (int k = 0; k < projectors; ++k) {
+    projector_options o;
+    o.schema = "bench_lag";
+    o.max_batch = batch;
+    for (std::int32_t part = k; part < log.partitions(); part += projectors)
+      o.partitions.push_back(part);
+    o.on_commit = [&](const std::map<std::int32_t, std::int64_t>& moved) {
+      auto now = bench_clock::now();
+      std::lock_guard lock(mutex);
+      for (auto [p, off] : moved)
+        commits.push_back({p, off, now});
+    };
+    ps.push_back(std::make_unique<projector>(log, conninfo, o));
+  }
+  for (auto& p : ps)
+    p->catch_up(); // connect and migrate before the clock starts
+  for (auto& p : ps)
+    p->start();
 
   std::size_t total = static_cast<std::size_t>(rate * seconds);
   int sandboxes = static_cast<int>(total / 17) + 1;
@@ -284,13 +296,15 @@ lag_figures measure_lag(const std::string& conninfo, const std::string& log_dir,
   double send_s = seconds_since(t0);
   for (;;) {
     std::int64_t behind = 0;
-    for (const auto& l : p.lag())
-      behind += l.lag();
+    for (auto& p : ps)
+      for (const auto& l : p->lag())
+        behind += l.lag();
     if (behind == 0)
       break;
     std::this_thread::sleep_for(5ms);
   }
-  p.stop();
+  for (auto& p : ps)
+    p->stop();
 
   std::vector<double> lags;
   std::lock_guard lock(mutex);
@@ -321,7 +335,7 @@ int main(int argc, char** argv) {
   int rate = 5000;
   double seconds = 10;
   std::size_t batch = projector_options{}.max_batch;
-  int projectors = 1;
+  int projectors = 2; // the deployment of a projection on this machine's 2 cores
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--json"))
       json = true;
@@ -347,13 +361,21 @@ int main(int argc, char** argv) {
   test::temp_dir dir("projection-bench");
   auto stream = test::mixed_stream(sandboxes, 50, 1'700'000'000'000'000'000);
 
-  auto projected = measure_backlog(pg, dir / "backlog", stream, batch, projectors);
-  std::printf("%d projector(s), all three read models, batches of %zu: %zu events, %.0f events/s,"
-              " %.0f per CPU-s (CPU per event: projector %.1f us, of it its step thread %.1f us;"
-              " PostgreSQL %.1f us)\n",
-              projectors, batch, stream.size(), projected.per_s, projected.per_cpu_s,
-              projected.self_us_per_row, projected.step_thread_us_per_row,
-              projected.server_us_per_row);
+  auto print = [&](int p, const throughput& t) {
+    std::printf("%d projector(s), all three read models, batches of %zu: %zu events, %.0f"
+                " events/s, %.0f per CPU-s (CPU per event: projector %.1f us, of it its step"
+                " thread(s) %.1f us; PostgreSQL %.1f us)\n",
+                p, batch, stream.size(), t.per_s, t.per_cpu_s, t.self_us_per_row,
+                t.step_thread_us_per_row, t.server_us_per_row);
+  };
+  // The single projector first, in a schema of its own; then the deployment measured.
+  auto one = measure_backlog(pg, dir / "backlog_one", "bench_one", stream, batch, 1);
+  print(1, one);
+  auto projected = one;
+  if (projectors > 1) {
+    projected = measure_backlog(pg, dir / "backlog", "bench", stream, batch, projectors);
+    print(projectors, projected);
+  }
   auto copied = measure_copy(pg, stream);
   std::printf("reference, raw COPY of the audit rows: %.0f rows/s, %.0f per CPU-s (CPU per row:"
               " client %.1f us, PostgreSQL %.1f us)\n",
@@ -362,7 +384,7 @@ int main(int argc, char** argv) {
   ::getloadavg(load, 1);
   std::printf("load average during the run: %.1f on %ld cores\n", load[0],
               ::sysconf(_SC_NPROCESSORS_ONLN));
-  auto lag = measure_lag(pg.conninfo(), dir / "steady", rate, seconds, batch);
+  auto lag = measure_lag(pg.conninfo(), dir / "steady", rate, seconds, batch, projectors);
   std::printf("steady %d events/s (achieved %.0f) for %.0f s: lag p50 %.1f ms, p99 %.1f ms, "
               "max %.1f ms over %zu events\n",
               rate, lag.achieved_rate, seconds, lag.p50_ms, lag.p99_ms, lag.max_ms, lag.events);
@@ -375,6 +397,11 @@ int main(int argc, char** argv) {
                         {"server_cpu_us_per_event", projected.server_us_per_row},
                         {"batch", batch},
                         {"projectors", projectors},
+                        {"events_per_s_one_projector", static_cast<long>(one.per_s)},
+                        {"events_per_cpu_s_one_projector", static_cast<long>(one.per_cpu_s)},
+                        {"projector_cpu_us_per_event_one_projector", one.self_us_per_row},
+                        {"step_thread_cpu_us_per_event_one_projector", one.step_thread_us_per_row},
+                        {"server_cpu_us_per_event_one_projector", one.server_us_per_row},
                         {"copy_rows_per_cpu_s", static_cast<long>(copied.per_cpu_s)},
                         {"load_average", load[0]},
                         {"lag_p99_ms", lag.p99_ms},
