@@ -16,6 +16,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <sys/stat.h>
+#include <system_error>
 #include <thread>
 #include <unistd.h>
 
@@ -109,7 +110,7 @@ static oci_options with_canonical_dir(oci_options o) {
 
 oci_driver::oci_driver(oci_options options)
     : options_(with_canonical_dir(std::move(options))), templates_(options_.data_dir),
-      removals_(options_.data_dir + "/removing") {
+      removals_(options_.data_dir) {
   if (options_.data_dir.find_first_of(",:") != std::string::npos)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
@@ -236,8 +237,13 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     auto root = templates_.rootfs(req.template_name);
     if (!root)
       return root.err();
+    // A spare skeleton of a removed sandbox (its directory, empty work/ and merged/)
+    // saves making them; the writable layer is always new.
+    if (!removals_.reuse(d))
+      fs::create_directories(d);
     for (const char* sub : {"upper", "work", "merged"})
-      fs::create_directories(d + "/" + sub);
+      if (::mkdir((d + "/" + sub).c_str(), 0755) != 0 && errno != EEXIST)
+        throw std::system_error(errno, std::generic_category(), "mkdir " + d + "/" + sub);
     sandbox_record r;
     r.info.id = req.id;
     r.info.template_name = req.template_name;
@@ -494,7 +500,9 @@ outcome<void> oci_driver::remove(const std::string& id) {
       ::rmdir(cg.c_str());
     }
     try {
-      removals_.take(d); // gone from sandboxes/ now; its files are deleted in the background
+      // Gone from sandboxes/ now; its files are deleted (or it is stripped to a spare
+      // skeleton) in the background.
+      removals_.take(d, true);
     } catch (const std::system_error&) {
       fs::remove_all(d);
     }

@@ -1,6 +1,7 @@
 #include "runtime/sandbox_record.hpp"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
@@ -63,19 +64,25 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
   };
   std::string dir = sandbox_dir(data_dir, r.info.id);
   std::string path = dir + "/sandbox.json";
-  std::string tmp = how == record_write::first ? path : dir + "/.sandbox.json.tmp";
+  // An update writes the other file, then swaps the two names in one step: no inode
+  // is made or freed (a rename over the record would do both every time).
+  std::string target = how == record_write::first ? path : dir + "/.sandbox.json.next";
   std::string text = j.dump(1) + "\n";
-  int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (how == record_write::first ? O_EXCL : O_TRUNC);
-  int fd = ::open(tmp.c_str(), flags, 0644);
+  int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
-    throw std::system_error(errno, std::generic_category(), "open " + tmp);
+    throw std::system_error(errno, std::generic_category(), "open " + target);
   bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
   int e = errno;
   ::close(fd);
   if (!ok)
-    throw std::system_error(e, std::generic_category(), "write " + tmp);
-  if (how == record_write::update && ::rename(tmp.c_str(), path.c_str()) != 0)
-    throw std::system_error(errno, std::generic_category(), "rename " + tmp);
+    throw std::system_error(e, std::generic_category(), "write " + target);
+  if (how == record_write::first)
+    return;
+  if (::renameat2(AT_FDCWD, target.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0)
+    return;
+  if ((errno == EINVAL || errno == ENOSYS) && ::rename(target.c_str(), path.c_str()) == 0)
+    return; // a filesystem without RENAME_EXCHANGE
+  throw std::system_error(errno, std::generic_category(), "rename " + target);
 }
 
 record_sync::record_sync(const std::string& data_dir, const std::string& id)

@@ -4,10 +4,12 @@
 //
 // The first record of a sandbox is written in place and then fsynced (`record_sync`,
 // which the driver runs while the runtime creates the container): a sandbox whose
-// create returned is on disk and listed after a power loss. Later records (every transition)
-// replace it atomically (temporary file, rename) without fsync: after a power loss a status that is
-// one step old is corrected by the driver asking the runtime (inspect, list: no container left
-// means `stopped`) and by the caller's own reconciliation from its event log.
+// create returned is on disk and listed after a power loss. Later records (every
+// transition) replace it atomically without fsync: written to `.sandbox.json.next`,
+// then the two names are swapped (RENAME_EXCHANGE), so no inode is made or freed.
+// After a power loss a status one step old is corrected by the driver asking the
+// runtime (inspect, list: no container left means `stopped`) and by the caller's own
+// reconciliation from its event log.
 #pragma once
 
 #include "runtime/driver.hpp"
@@ -32,7 +34,7 @@ std::string sandbox_dir(const std::string& data_dir, const std::string& id);
 
 enum class record_write {
   first,  // into a new sandbox's directory, in place (a torn one reads as no record)
-  update, // replaces the record atomically
+  update, // replaces the record atomically: written to .sandbox.json.next, names swapped
 };
 // Neither way fsyncs; see record_sync.
 void save_record(const std::string& data_dir, const sandbox_record& record, record_write how);
