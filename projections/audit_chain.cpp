@@ -21,7 +21,10 @@ const std::string& audit_genesis_hash() {
 }
 
 std::string canonical_row(const audit_row& r) {
-  std::string out = "sandboxd-audit-v1\n";
+  std::string out;
+  out.reserve(128 + r.tenant.size() + r.event_id.size() + r.principal.size() + r.action.size() +
+              r.sandbox_id.size() + r.outcome.size() + r.detail.size());
+  out += "sandboxd-audit-v1\n";
   field(out, r.tenant);
   field(out, std::to_string(r.partition));
   field(out, std::to_string(r.position));
@@ -36,7 +39,7 @@ std::string canonical_row(const audit_row& r) {
 }
 
 std::string chain_hash(const std::string& prev_hash, const audit_row& row) {
-  return sha256_hex(prev_hash + canonical_row(row));
+  return sha256_hex(prev_hash, canonical_row(row));
 }
 
 void link(audit_row& row, const std::string& prev_hash) {

@@ -10,11 +10,15 @@ void pg_array::separator() {
 pg_array& pg_array::add(std::string_view v) {
   separator();
   text_ += '"';
-  for (char c : v) {
-    if (c == '"' || c == '\\')
-      text_ += '\\';
-    text_ += c;
+  // Runs without a quote or backslash are appended whole.
+  for (auto at = v.find_first_of("\"\\"); at != std::string_view::npos;
+       at = v.find_first_of("\"\\")) {
+    text_.append(v.substr(0, at));
+    text_ += '\\';
+    text_ += v[at];
+    v.remove_prefix(at + 1);
   }
+  text_.append(v);
   text_ += '"';
   return *this;
 }

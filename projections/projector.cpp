@@ -63,6 +63,9 @@ projector::fetched_batch projector::fetch(const std::map<std::int32_t, std::int6
   out.from = from;
   std::size_t share =
     std::max<std::size_t>(1, options_.max_batch / std::max<std::size_t>(1, from.size()));
+  // Every partition is read first, so the decoded events are placed once, each moved in.
+  std::vector<std::pair<std::int32_t, events::read_result>> reads;
+  std::size_t total = 0;
   for (auto [p, at] : from) {
     std::size_t max = share;
     if (auto u = options_.until.find(p); u != options_.until.end()) {
@@ -77,6 +80,11 @@ projector::fetched_batch projector::fetch(const std::map<std::int32_t, std::int6
                                " failed: " + r.failure->message);
     if (r.records.empty())
       continue;
+    total += r.records.size();
+    reads.emplace_back(p, std::move(r));
+  }
+  out.events.reserve(total);
+  for (auto& [p, r] : reads) {
     for (auto& rec : r.records) {
       auto d = events::decode(rec.value);
       if (!d.ok())
@@ -85,9 +93,10 @@ projector::fetched_batch projector::fetch(const std::map<std::int32_t, std::int6
                                  " of " + log_.describe() + " is not an event (" +
                                  d.failure().message +
                                  "); the projection stops here until it is repaired");
-      out.events.push_back({p, rec.offset, std::move(d.get())});
+      out.events.push_back({p, rec.offset, std::get<events::event>(std::move(d.value))});
     }
     out.moved[p] = r.records.back().offset + 1;
+    r.records = {}; // decoded: the bytes go
   }
   return out;
 }

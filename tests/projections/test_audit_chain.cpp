@@ -1,8 +1,11 @@
-// The audit hash chain as pure functions: links, and a change to any field breaks them.
+// The audit hash chain as pure functions: links, and a change to any field breaks them; the
+// SHA-256 and array-literal helpers it and the writer rely on.
 #define BOOST_TEST_MODULE audit_chain
 #include <boost/test/unit_test.hpp>
 
 #include "projections/audit_chain.hpp"
+#include "projections/pg_array.hpp"
+#include "projections/sha256.hpp"
 
 using namespace sandboxd::projections;
 
@@ -68,4 +71,22 @@ BOOST_AUTO_TEST_CASE(field_boundaries_cannot_be_shifted) {
   b.principal = "a";
   b.action = "bc";
   BOOST_TEST(canonical_row(a) != canonical_row(b));
+}
+
+BOOST_AUTO_TEST_CASE(sha256_matches_the_published_vectors_in_one_part_or_two) {
+  // FIPS 180-2, appendix B.1 and B.2.
+  BOOST_TEST(sha256_hex("abc") ==
+             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+  const std::string two_blocks = "abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq";
+  const std::string expected = "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
+  BOOST_TEST(sha256_hex(two_blocks) == expected);
+  BOOST_TEST(sha256_hex(two_blocks.substr(0, 7), two_blocks.substr(7)) == expected);
+  BOOST_TEST(sha256_hex("", "abc") == sha256_hex("abc"));
+  BOOST_TEST(sha256_hex("") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855");
+}
+
+BOOST_AUTO_TEST_CASE(pg_array_escapes_quotes_and_backslashes_anywhere_in_an_element) {
+  pg_array a;
+  a.add("plain").add("a\"b").add("\\").add("x\\y\"").add("");
+  BOOST_TEST(a.str() == R"({"plain","a\"b","\\","x\\y\"",""})");
 }
