@@ -191,7 +191,7 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
   if (options_.runtime == oci_runtime::crun)
     args.push_back("--pid-file=" + pid_file.path()); // its init is re-parented to us
   args.push_back(cid(id));
-  // The new record's fsync (a journal commit: mostly waiting for the disk) runs while
+  // The new record's fsync (mostly waiting for the disk) runs while
   // the runtime creates the container (mostly CPU), not before it: started any earlier,
   // the commit would hold up the mount and the other writes above.
   std::optional<record_sync> sync;
@@ -237,20 +237,12 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     auto root = templates_.rootfs(req.template_name);
     if (!root)
       return root.err();
-    // A spare skeleton of a removed sandbox (its directory, empty work/ and merged/)
-    // saves making them; the writable layer is always new.
-    if (!removals_.reuse(d))
-      fs::create_directories(d);
-    for (const char* sub : {"upper", "work", "merged"})
-      if (::mkdir((d + "/" + sub).c_str(), 0755) != 0 && errno != EEXIST)
-        throw std::system_error(errno, std::generic_category(), "mkdir " + d + "/" + sub);
     sandbox_record r;
     r.info.id = req.id;
     r.info.template_name = req.template_name;
     r.info.limits = req.limits;
     r.info.status = sandbox_status::created;
     r.template_dir = root.value();
-    save_record(options_.data_dir, r, record_write::first);
     auto undo = [&] {
       delete_container(req.id, false);
       unmount_overlay(overlay_of(r));
@@ -258,6 +250,14 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     };
     outcome<void> c;
     try {
+      // A spare skeleton of a removed sandbox (its directory, empty work/ and merged/)
+      // saves making them; the writable layer is always new.
+      if (!removals_.reuse(d))
+        fs::create_directories(d);
+      for (const char* sub : {"upper", "work", "merged"})
+        if (::mkdir((d + "/" + sub).c_str(), 0755) != 0 && errno != EEXIST)
+          throw std::system_error(errno, std::generic_category(), "mkdir " + d + "/" + sub);
+      save_record(options_.data_dir, r, record_write::first);
       c = create_container(r, true);
     } catch (...) {
       undo();
