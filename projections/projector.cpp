@@ -140,9 +140,9 @@ std::size_t projector::step() {
   auto after = next;
   for (auto [p, o] : moved)
     after[p] = o;
-  prefetch_ = std::async(std::launch::async, [this, after] { return fetch(after); });
+  prefetch_ = reader_.submit([this, after] { return fetch(after); });
   memory_.distrust(); // until this step commits
-  auto outcome = apply_batch(tx, options_.name, batch, memory_);
+  auto outcome = apply_batch(tx, options_.name, batch, memory_, helpers_);
   pg_array mp, mo;
   for (auto [p, o] : moved) {
     mp.add(p);

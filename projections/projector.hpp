@@ -9,8 +9,9 @@
 // none skipped, none twice. Duplicates that the log itself holds (a retried Kafka append)
 // are dropped by their per-sandbox sequence number.
 //
-// While PostgreSQL applies a step's batch, a second thread already reads and decodes the
-// batch after it (prefetch), from the offsets this step will commit. The next step uses it
+// While PostgreSQL applies a step's batch, a second thread (started once, like the two that
+// hash the audit chain and compute billing rows) already reads and decodes the batch after
+// it (prefetch), from the offsets this step will commit. The next step uses it
 // only if the offsets it locks are exactly the ones the prefetch started from (this step
 // committed and nobody else did since) and it holds records; otherwise it is discarded and
 // the step reads the log itself. A batch is any run of records after the locked offsets, so
@@ -26,6 +27,7 @@
 #include "events/event_log.hpp"
 #include "projections/projection_memory.hpp"
 #include "projections/read_models.hpp"
+#include "projections/task_thread.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -120,7 +122,11 @@ private:
 
   std::atomic<bool> stopping_{false};
   std::thread thread_;
-  std::future<fetched_batch> prefetch_; // of the step thread; last: joined before the rest goes
+  std::future<fetched_batch> prefetch_; // of the step thread
+  // The prefetch's thread and the batches' helpers, started once. Last: destroyed first, so
+  // a prefetch still running finishes before what it reads (log_, options_) goes.
+  batch_helpers helpers_;
+  task_thread reader_;
 };
 
 } // namespace sandboxd::projections

@@ -10,7 +10,6 @@
 #include <pqxx/tablewriter>
 
 #include <algorithm>
-#include <future>
 #include <map>
 #include <optional>
 #include <unordered_map>
@@ -480,7 +479,8 @@ void write_audit(pqxx::transaction_base& tx, audit_rows rows, const projection_m
 } // namespace
 
 batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
-                          const std::vector<positioned_event>& batch, projection_memory& memory) {
+                          const std::vector<positioned_event>& batch, projection_memory& memory,
+                          batch_helpers& helpers) {
   batch_outcome outcome;
   if (batch.empty())
     return outcome;
@@ -492,14 +492,31 @@ batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& project
   // The audit chain is hashed on another thread while PostgreSQL applies the sandboxes and
   // billing statements; it touches only memory.heads, those only memory.sandboxes. The
   // billing rows are computed on a third while PostgreSQL applies the sandboxes statements.
-  auto audit = std::async(std::launch::async, [&fresh, &heads = memory.heads] {
-    return chain_audit_rows(fresh.all, heads);
-  });
-  auto billing = std::async(std::launch::async, [&fresh] { return billing_rows_of(fresh); });
+  auto audit = helpers.audit.submit(
+    [&fresh, &heads = memory.heads] { return chain_audit_rows(fresh.all, heads); });
+  auto billing = helpers.billing.submit([&fresh] { return billing_rows_of(fresh); });
+  // Both helpers read `fresh` and write `memory`: they must be done before this returns,
+  // whatever throws.
+  struct wait_for_helpers {
+    std::future<audit_rows>& audit;
+    std::future<billing_rows>& billing;
+    ~wait_for_helpers() {
+      if (audit.valid())
+        audit.wait();
+      if (billing.valid())
+        billing.wait();
+    }
+  } waiting{audit, billing};
   apply_sandboxes(tx, projection, fresh);
   write_billing(tx, billing.get());
   write_audit(tx, audit.get(), memory);
   return outcome;
+}
+
+batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
+                          const std::vector<positioned_event>& batch, projection_memory& memory) {
+  batch_helpers helpers;
+  return apply_batch(tx, projection, batch, memory, helpers);
 }
 
 batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,

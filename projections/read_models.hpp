@@ -11,10 +11,15 @@
 // that they are current — and the rest is read; on return it holds the batch's sandboxes
 // and chains as the batch left them (as PostgreSQL will once the transaction commits). If
 // this throws, `memory` is no longer current. The overload without it reads everything.
+//
+// Two helpers compute the audit chain and the billing rows while PostgreSQL runs the
+// other statements; a caller applying batch after batch passes its own (batch_helpers),
+// started once, and the overloads without them start a pair for the call.
 #pragma once
 
 #include "events/event.hpp"
 #include "projections/projection_memory.hpp"
+#include "projections/task_thread.hpp"
 
 #include <cstdint>
 #include <string>
@@ -37,6 +42,15 @@ struct batch_outcome {
   std::size_t duplicates = 0;
 };
 
+// The threads a batch's audit hashing and billing rows run on.
+struct batch_helpers {
+  task_thread audit;
+  task_thread billing;
+};
+
+batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
+                          const std::vector<positioned_event>& batch, projection_memory& memory,
+                          batch_helpers& helpers);
 batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
                           const std::vector<positioned_event>& batch, projection_memory& memory);
 batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
