@@ -250,8 +250,8 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     };
     outcome<void> c;
     try {
-      // A spare skeleton of a removed sandbox (its directory, empty work/ and merged/)
-      // saves making them; the writable layer is always new.
+      // A spare skeleton of a removed sandbox (its directory, empty work/ and merged/,
+      // a new empty upper/) saves making them.
       if (!removals_.reuse(d))
         fs::create_directories(d);
       for (const char* sub : {"upper", "work", "merged"})

@@ -129,9 +129,11 @@ bool removal_queue::strip(const std::string& path) const {
   }
   if (ec)
     return false;
+  // A new, empty writable layer for the next sandbox: made here, off its create.
+  ok = ok && ::mkdir((path + "/upper").c_str(), 0755) == 0 && is_plain_empty_dir(path + "/upper");
   for (auto& e : fs::directory_iterator(path, ec)) {
     std::string name = e.path().filename().string();
-    if (!kept_dirs.count(name) && !kept_files.count(name))
+    if (!kept_dirs.count(name) && !kept_files.count(name) && name != "upper")
       return false;
   }
   for (const auto& d : kept_dirs)

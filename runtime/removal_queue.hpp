@@ -7,7 +7,8 @@
 // milliseconds even for an empty sandbox, and making a new sandbox's directories costs
 // as much again (ext4 searches for a free inode on every one). So a directory taken
 // with `recyclable` is emptied down to a skeleton — the directory itself, an empty
-// `work/` and `merged/`, and the record and bundle files truncated — and kept in
+// `work/` and `merged/`, a new empty `upper/` made after the old layer is deleted, and
+// the record and bundle files truncated — and kept in
 // `<data>/spare/` (at most `max_spares`) for `reuse(path)` to move into place for the
 // next sandbox. Nothing of the old sandbox is reused that its processes could write:
 // its writable layer (`upper/`) and everything else in it are deleted, and a skeleton

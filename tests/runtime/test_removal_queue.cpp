@@ -113,9 +113,10 @@ BOOST_AUTO_TEST_CASE(a_recyclable_sandbox_directory_becomes_an_empty_skeleton_fo
   BOOST_TEST_REQUIRE(q.reuse(dir.path() + "/new"));
   BOOST_TEST(q.spares() == 0u);
   BOOST_TEST(fs::is_empty(dir.path() + "/spare"));
-  // The skeleton: empty work/ and merged/, empty record and bundle files; no layer.
+  // The skeleton: empty work/ and merged/, a new empty upper/, empty record and bundle
+  // files; nothing of the old layer.
   fs::path n = dir.path() + "/new";
-  BOOST_TEST(!fs::exists(n / "upper"));
+  BOOST_TEST(fs::is_empty(n / "upper"));
   BOOST_TEST(!fs::exists(n / "checkpoint"));
   BOOST_TEST(fs::is_empty(n / "work"));
   BOOST_TEST(fs::is_empty(n / "merged"));
@@ -124,7 +125,7 @@ BOOST_AUTO_TEST_CASE(a_recyclable_sandbox_directory_becomes_an_empty_skeleton_fo
   for (auto& e : fs::directory_iterator(n))
     names.insert(e.path().filename().string());
   BOOST_TEST((names == std::set<std::string>{".sandbox.json.next", "config.json", "merged",
-                                             "sandbox.json", "work"}));
+                                             "sandbox.json", "upper", "work"}));
   BOOST_TEST(!q.reuse(dir.path() + "/other")); // one spare, used once
 }
 
