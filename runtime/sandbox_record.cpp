@@ -71,8 +71,9 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
   int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     throw std::system_error(errno, std::generic_category(), "open " + target);
-  bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-  int e = errno;
+  ssize_t n = ::write(fd, text.data(), text.size());
+  bool ok = n == static_cast<ssize_t>(text.size());
+  int e = n < 0 ? errno : ENOSPC; // a short write of a small file: the disk is full
   ::close(fd);
   if (!ok)
     throw std::system_error(e, std::generic_category(), "write " + target);
