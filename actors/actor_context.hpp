@@ -10,11 +10,16 @@
 //   actor     <- (cmd_atom, request_ptr) | (timer_atom, kind, deadline_ns)  via directory
 //   actor     <- (appended_atom, append_ptr)              the journal completed its append
 //   actor     <- (result_atom, result_ptr)                the pool finished a runtime call
+//   actor     <- (landed_atom, landed_ptr)                the pool read back an append whose
+//                                                         fate is unknown
 //   directory <- (idle_atom, id)                          a passivation check is due
 //   actor     <- (idle_atom)                              via directory: passivate if idle
+//   directory <- (retry_atom, id)                         a retry's backoff is over
+//   actor     <- (retry_atom)                             via directory: retry now
 //   actor     <- (stop_atom)                              the directory accepted passivation
 #pragma once
 
+#include "actors/append_resolution.hpp"
 #include "actors/blocking_pool.hpp"
 #include "actors/control_plane.hpp"
 #include "actors/journal.hpp"
@@ -38,6 +43,8 @@ using appended_atom = caf::atom_constant<caf::atom("sbappended")>;
 using result_atom = caf::atom_constant<caf::atom("sbresult")>;
 using idle_atom = caf::atom_constant<caf::atom("sbidle")>;
 using stop_atom = caf::atom_constant<caf::atom("sbstop")>;
+using landed_atom = caf::atom_constant<caf::atom("sblanded")>;
+using retry_atom = caf::atom_constant<caf::atom("sbretry")>;
 
 struct request {
   std::string sandbox_id;
@@ -45,6 +52,11 @@ struct request {
   reply_when when = reply_when::settled;
   reply_fn done;
   bool query = false; // answer with the durable state; decide nothing
+  // A runtime step's result: the step, and the sequence of the event that entered the
+  // status it was issued for. Stale (dropped) once the sandbox has moved on.
+  std::optional<events::runtime_step> step;
+  std::uint64_t entered = 0;
+  std::uint64_t own_sequence = 0; // of the command's own last event, once decided
 };
 struct request_ptr {
   std::shared_ptr<request> value;
@@ -64,6 +76,15 @@ struct result_ptr {
   std::shared_ptr<runtime_result> value;
 };
 
+// What a read-back of an append whose fate is unknown found (`fault`: another writer).
+struct landed_result {
+  landed_events landed;
+  std::optional<std::string> fault;
+};
+struct landed_ptr {
+  std::shared_ptr<landed_result> value;
+};
+
 struct offsets_ptr {
   std::shared_ptr<std::vector<std::int64_t>> value;
 };
@@ -80,7 +101,9 @@ struct actor_context {
   journal* journal_ = nullptr;
   blocking_pool* pool = nullptr;
   timer_queue* timers = nullptr;
-  timer_queue* passivation_checks = nullptr; // on the system clock, whatever `clock` is
+  // On the system clock, whatever `clock` is: passivation checks (timer_kind::idle) and
+  // retries after a backoff (timer_kind::retry).
+  timer_queue* wakeups = nullptr;
   clock_fn clock;
   std::chrono::milliseconds passivate_after{5000};
   events::nanoseconds sample_interval{0};
@@ -105,5 +128,6 @@ caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandboxd::actors::request_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandboxd::actors::append_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandboxd::actors::result_ptr)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandboxd::actors::landed_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandboxd::actors::offsets_ptr)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(sandboxd::actors::stats_ptr)

@@ -33,7 +33,7 @@ struct control_plane::impl {
   std::unique_ptr<journal> journal_;
   std::unique_ptr<blocking_pool> pool;
   std::unique_ptr<timer_queue> timers;
-  std::unique_ptr<timer_queue> passivation_checks;
+  std::unique_ptr<timer_queue> wakeups;
   actor_context ctx;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
@@ -126,15 +126,18 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
     },
     m.options.timer_poll);
   m.ctx.timers = m.timers.get();
-  m.passivation_checks = std::make_unique<timer_queue>(
+  m.wakeups = std::make_unique<timer_queue>(
     [] {
       return std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
     },
-    [mp](const std::string& id, timer_kind, events::time_point) {
-      caf::anon_send(mp->directory, idle_atom::value, id);
+    [mp](const std::string& id, timer_kind kind, events::time_point) {
+      if (kind == timer_kind::retry)
+        caf::anon_send(mp->directory, retry_atom::value, id);
+      else
+        caf::anon_send(mp->directory, idle_atom::value, id);
     },
     std::chrono::milliseconds(1000));
-  m.ctx.passivation_checks = m.passivation_checks.get();
+  m.ctx.wakeups = m.wakeups.get();
   auto seed = std::make_shared<directory_seed>();
   seed->sandboxes = std::move(recovered.sandboxes);
   m.directory = spawn_sandbox_directory(*m.system, &m.ctx, seed);
@@ -155,7 +158,7 @@ control_plane::~control_plane() {
   caf::anon_send(m.directory, stop_atom::value);
   m.system->await_all_actors_done();
   m.timers.reset();
-  m.passivation_checks.reset();
+  m.wakeups.reset();
   m.pool.reset();
   m.journal_->wait_idle();
   m.journal_.reset();

@@ -9,8 +9,17 @@
 // Guarantees:
 // - Persist, then reply: a reply that carries no failure is sent only after the command's
 //   events are durable in the log, and a runtime step starts only after the event that
-//   asks for it is durable. A failed append yields a failure reply (errc::unavailable) and
-//   no runtime step.
+//   asks for it is durable. An append that certainly stored nothing yields a failure reply
+//   (errc::unavailable, "nothing was changed") and no runtime step.
+// - An append whose fate is unknown (the log's `maybe_stored`) is never answered "nothing
+//   was changed" and its sequence numbers are never used for other events: the sandbox's
+//   actor reads its partition back, applies what landed and appends what is missing again,
+//   identical, until the log holds it all; only then does it decide anything else for the
+//   sandbox. Its callers are answered as usual when that succeeds at once, otherwise with
+//   errc::unavailable saying the outcome is unknown (docs/actors.md).
+// - Runtime results, exec results, samples and timer firings whose append failed are
+//   decided again after a backoff until the log takes them (or they are stale): no sandbox
+//   stays in a transitional state while the log works.
 // - Commands for one sandbox are decided one at a time, in arrival order; at most one
 //   runtime lifecycle step per sandbox is in flight. While a step is in flight the state
 //   machine (docs/state-machine.md) answers other commands.
@@ -44,6 +53,9 @@ enum class reply_when { durable, settled };
 struct command_reply {
   std::optional<events::error> failure;
   sandbox_state state; // after the command (and, for settled, its step); valid when ok
+  // The sequence number of the command's own last event (valid when ok); 0 when it was
+  // accepted without one (a retried create, a delete while deleting).
+  std::uint64_t own_sequence = 0;
   bool ok() const { return !failure.has_value(); }
 };
 using reply_fn = std::function<void(command_reply)>;

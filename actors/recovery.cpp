@@ -13,6 +13,9 @@
 namespace sandboxd::actors {
 namespace {
 
+// How often recovery tries to append the outcome of interrupted steps before it gives up.
+constexpr int k_append_attempts = 5;
+
 bool is_live(sandbox_status s) {
   return s != sandbox_status::absent && s != sandbox_status::deleted;
 }
@@ -44,13 +47,26 @@ void reconcile(events::event_log& log, runtime::driver& driver, partition_view& 
   batch.reserve(emitted.size());
   for (const auto& e : emitted)
     batch.push_back({e.sandbox_id, events::encode(e)});
-  auto result = log.append(std::move(batch)).get();
-  if (!result.ok())
-    throw std::runtime_error("recovery cannot append the outcome of interrupted steps to " +
-                             log.describe() + ": " + result.failure->message);
-  for (std::size_t i = 0; i < emitted.size(); ++i)
-    apply_event(view, emitted[i], result.positions[i].offset);
-  view.next_offset = std::max(view.next_offset, result.positions.back().offset + 1);
+  // A failed append is retried with the identical records: if an earlier try landed after
+  // all (maybe stored), the later copy is a duplicate that every reader drops.
+  auto delay = std::chrono::milliseconds(50);
+  for (int attempt = 1;; ++attempt) {
+    auto result = log.append(batch).get();
+    if (result.ok())
+      break;
+    if (attempt == k_append_attempts)
+      throw std::runtime_error(
+        "recovery cannot append the outcome of interrupted steps to " + log.describe() + " (" +
+        std::to_string(attempt) + " tries): " + result.failure->message +
+        (result.maybe_stored ? "; the last try's outcome is unknown: the next start-up reads it "
+                               "back from the log"
+                             : ""));
+    std::this_thread::sleep_for(delay);
+    delay *= 2;
+  }
+  // The view follows the log, not what was meant to be appended: the first copy of each
+  // event counts, exactly as for every later replay (and for a live actor).
+  replay_tail(log, view);
 }
 
 } // namespace

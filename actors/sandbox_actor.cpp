@@ -11,6 +11,12 @@
 // - Rejected system commands (early or stale timers, stale results) are dropped without an
 //   event; rejected user commands are recorded as command_rejected (for the audit log) when
 //   the sandbox exists.
+// - An append whose fate is unknown (`unresolved`) is resolved before anything else is
+//   decided: `pending` stays `s` plus its events until find_landed and re-appends of the
+//   missing events (identical, same sequence numbers) show all of them in the log. Its
+//   sequence numbers are never given to other events.
+// - System commands whose append certainly failed wait in `retry` and are decided again
+//   after a backoff; no new timer is armed meanwhile (a firing would only fail again).
 #include "actors/actor_context.hpp"
 #include "actors/runtime_steps.hpp"
 
@@ -22,6 +28,28 @@ namespace sandboxd::actors {
 namespace {
 
 using std::chrono::duration_cast;
+
+// A command decided into the append in flight, and the state right after its own events.
+struct reply_to {
+  std::shared_ptr<request> req;
+  std::optional<events::error> failure;
+  sandbox_state after;
+};
+
+// An append whose fate is unknown, being resolved from the log.
+struct unresolved_append {
+  std::vector<events::event> events; // the append, in order; pending = s + these
+  std::vector<reply_to> replies;     // answered at resolution unless `answered`
+  std::int64_t from = 0;             // the records, if stored, are at this offset or later
+  bool answered = false;             // the callers were told the outcome is unknown
+  bool reading = false;              // find_landed runs on the pool
+  bool redriving = false;            // the missing events are being appended again
+  bool redriven = false;             // ... and that append was acknowledged
+};
+
+// Retries after a failed append start at k_backoff_min and double up to k_backoff_max.
+constexpr std::chrono::milliseconds k_backoff_min{10};
+constexpr std::chrono::milliseconds k_backoff_max{2000};
 
 struct sandbox_actor_state {
   actor_context* ctx = nullptr;
@@ -35,14 +63,14 @@ struct sandbox_actor_state {
 
   std::deque<std::shared_ptr<request>> queue;
   bool persisting = false;
-  struct reply_to {
-    std::shared_ptr<request> req;
-    std::optional<events::error> failure;
-    sandbox_state after; // the state right after this command's own events
-  };
   std::vector<reply_to> batch_replies;
   std::vector<events::event> batch_events;
+  std::int64_t batch_from = 0; // where the append in flight lands, at the earliest
   std::vector<std::shared_ptr<request>> settling;
+  std::optional<unresolved_append> unresolved;
+  std::vector<std::shared_ptr<request>> retry; // system commands whose append failed
+  std::chrono::milliseconds backoff{0};
+  bool wakeup_pending = false;
 
   std::optional<events::runtime_step> call_in_flight;
   std::uint64_t entered = 0;    // sequence of the event that entered the current status
@@ -72,8 +100,10 @@ void reply(sandbox_state&& s, const std::shared_ptr<request>& req,
     return;
   command_reply r;
   r.failure = std::move(failure);
-  if (!r.failure)
+  if (!r.failure) {
     r.state = std::move(s);
+    r.own_sequence = req->own_sequence;
+  }
   req->done(std::move(r));
 }
 
@@ -98,11 +128,14 @@ bool passivatable(const sandbox_actor_state& st) {
   const bool idle_status = status == sandbox_status::paused || status == sandbox_status::deleted ||
                            status == sandbox_status::absent || status == sandbox_status::failed;
   return idle_status && st.queue.empty() && !st.persisting && !st.call_in_flight &&
-         st.execs_running == 0 && !st.sampling && st.settling.empty() && !st.broken;
+         st.execs_running == 0 && !st.sampling && st.settling.empty() && !st.broken &&
+         !st.unresolved && st.retry.empty();
 }
 
 void arm_timers(actor_t* self) {
   auto& st = self->state;
+  if (st.unresolved || !st.retry.empty())
+    return; // a firing could not be recorded now; armed again once the log takes appends
   const auto d = next_deadlines(st.s);
   std::array<std::optional<events::time_point>, k_timer_kinds> want{d.idle, d.lifetime, d.retention,
                                                                     std::nullopt};
@@ -202,8 +235,20 @@ void schedule_idle_check(sandbox_actor_state& st, std::chrono::steady_clock::dur
   st.check_pending = true;
   const auto now =
     std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
-  st.ctx->passivation_checks->schedule(now + duration_cast<events::nanoseconds>(wait), st.id,
-                                       timer_kind::idle);
+  st.ctx->wakeups->schedule(now + duration_cast<events::nanoseconds>(wait), st.id,
+                            timer_kind::idle);
+}
+
+// Asks for a retry_atom after the next backoff (once: one wake-up serves every retry).
+void schedule_retry(sandbox_actor_state& st) {
+  if (st.wakeup_pending)
+    return;
+  st.backoff = st.backoff.count() == 0 ? k_backoff_min : std::min(st.backoff * 2, k_backoff_max);
+  st.wakeup_pending = true;
+  const auto now =
+    std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+  st.ctx->wakeups->schedule(now + duration_cast<events::nanoseconds>(st.backoff), st.id,
+                            timer_kind::retry);
 }
 
 void after_change(actor_t* self) {
@@ -221,35 +266,46 @@ void after_change(actor_t* self) {
 
 void pump(actor_t* self);
 
-void on_appended(actor_t* self, events::append_result& result) {
+// What a caller whose command is in an append of unknown fate is told when the log could
+// not settle it at once.
+events::error outcome_unknown(const sandbox_actor_state& st, const std::string& cause) {
+  return events::make_error(
+    events::errc::unavailable,
+    "the outcome of the command on sandbox " + st.id +
+      " is unknown: the log did not confirm its events (" + cause +
+      "); sandboxd keeps appending them until the log takes them — get the sandbox to see "
+      "whether the command took effect before you repeat it");
+}
+
+// What a settled reply waiting for a step's outcome is told when that outcome could not be
+// recorded yet (the command's own events are durable).
+events::error not_settled(const sandbox_actor_state& st, const std::string& cause) {
+  return events::make_error(
+    events::errc::unavailable,
+    "sandbox " + st.id +
+      ": the command is recorded, but the outcome of its runtime step could not be recorded "
+      "yet (" +
+      cause + "); sandboxd keeps recording it — get the sandbox later to see its state");
+}
+
+void fail_settling(sandbox_actor_state& st, const events::error& err) {
+  auto waiting = std::move(st.settling);
+  st.settling.clear();
+  for (auto& r : waiting)
+    reply(st, r, err);
+}
+
+// The append of `evs` (answering `replies`) is durable at `offsets`: fold, reply, act.
+void apply_durable(actor_t* self, const std::vector<events::event>& evs,
+                   std::vector<reply_to>& replies, const std::vector<std::int64_t>& offsets) {
   auto& st = self->state;
-  st.persisting = false;
-  auto replies = std::move(st.batch_replies);
-  auto evs = std::move(st.batch_events);
-  st.batch_replies.clear();
-  st.batch_events.clear();
-  if (!result.ok()) {
-    const events::error err{events::errc::unavailable,
-                            "the events of sandbox " + st.id + " could not be made durable (" +
-                              result.failure->message +
-                              "); nothing was changed, retry when the log is back"};
-    for (auto& r : replies)
-      reply(st, r.req, err);
-    auto waiting = std::move(st.settling);
-    st.settling.clear();
-    for (auto& r : waiting)
-      reply(st, r, err);
-    st.pending = st.s;
-    pump(self);
-    return;
-  }
+  st.backoff = std::chrono::milliseconds(0);
   const auto before = st.s.status;
   st.s = std::move(st.pending);
   st.pending = st.s;
   if (st.s.status != before)
     st.entered = st.s.sequence;
-  for (const auto& p : result.positions)
-    st.offsets.push_back(p.offset);
+  st.offsets.insert(st.offsets.end(), offsets.begin(), offsets.end());
   for (const auto& e : evs) {
     if (auto* x = std::get_if<events::exec_started>(&e.body))
       start_exec(self, *x);
@@ -262,7 +318,182 @@ void on_appended(actor_t* self, events::append_result& result) {
     else
       reply(std::move(r.after), r.req, std::move(r.failure));
   }
+}
+
+// The sandbox's history is in doubt (another writer's record among its events, or events
+// the log acknowledged and does not return): every command is refused from now on.
+void go_broken(actor_t* self, const std::string& why) {
+  auto& st = self->state;
+  st.broken = events::make_error(events::errc::unavailable, why + "; check the log and restart");
+  std::cerr << "sandboxd: " << st.broken->message << "\n";
+  if (st.unresolved && !st.unresolved->answered)
+    for (auto& r : st.unresolved->replies)
+      reply(st, r.req, st.broken);
+  st.unresolved.reset();
+  st.retry.clear();
+  fail_settling(st, *st.broken);
+  st.pending = st.s;
+}
+
+// Reads the partition back for the unresolved append's events, on the pool.
+void read_back(actor_t* self) {
+  auto& st = self->state;
+  auto& u = *st.unresolved;
+  u.reading = true;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.ctx->pool->post([log = st.ctx->log, me, partition = st.partition, from = u.from, id = st.id,
+                      applied = st.s.sequence, evs = u.events] {
+    auto out = std::make_shared<landed_result>();
+    try {
+      out->landed = find_landed(*log, partition, from, id, applied, evs);
+    } catch (const std::exception& e) {
+      out->fault = e.what();
+    }
+    caf::anon_send(me, landed_atom::value, landed_ptr{std::move(out)});
+  });
+}
+
+void append_records(actor_t* self, std::vector<events::log_record> records) {
+  auto& st = self->state;
+  st.persisting = true;
+  auto me = caf::actor_cast<caf::actor>(self);
+  st.ctx->journal_->append(std::move(records), [me](events::append_result r) {
+    caf::anon_send(me, appended_atom::value,
+                   append_ptr{std::make_shared<events::append_result>(std::move(r))});
+  });
+}
+
+// One attempt to settle the unresolved append failed (the log is still down): its callers
+// learn that the outcome is unknown; the next attempt comes after a backoff.
+void attempt_failed(actor_t* self, const std::string& cause) {
+  auto& st = self->state;
+  auto& u = *st.unresolved;
+  u.redriven = false;
+  if (!u.answered) {
+    const auto err = outcome_unknown(st, cause);
+    for (auto& r : u.replies)
+      reply(st, r.req, err);
+    u.replies.clear();
+    u.answered = true;
+    fail_settling(st, not_settled(st, cause));
+  }
+  schedule_retry(st);
   pump(self);
+}
+
+void on_landed(actor_t* self, landed_result& r) {
+  auto& st = self->state;
+  if (!st.unresolved)
+    return;
+  auto& u = *st.unresolved;
+  u.reading = false;
+  if (r.fault) {
+    go_broken(self, *r.fault);
+    pump(self);
+    return;
+  }
+  if (r.landed.failure) {
+    attempt_failed(self, r.landed.failure->message);
+    return;
+  }
+  const auto& found = r.landed.offsets;
+  if (found.size() == u.events.size()) {
+    auto settled = std::move(u);
+    st.unresolved.reset();
+    apply_durable(self, settled.events, settled.replies, found);
+    pump(self);
+    return;
+  }
+  if (u.redriven) {
+    go_broken(self, "the events " + std::to_string(st.s.sequence + found.size() + 1) + " to " +
+                      std::to_string(st.s.sequence + u.events.size()) + " of sandbox " + st.id +
+                      " were acknowledged by " + st.ctx->log->describe() +
+                      " but cannot be read back from partition " + std::to_string(st.partition));
+    pump(self);
+    return;
+  }
+  // Append what is missing again, identical: a copy that lands after the first one is a
+  // duplicate that every reader drops by its sequence number.
+  std::vector<events::log_record> records;
+  for (std::size_t i = found.size(); i < u.events.size(); ++i)
+    records.push_back({st.id, events::encode(u.events[i])});
+  u.redriving = true;
+  append_records(self, std::move(records));
+}
+
+void on_appended(actor_t* self, events::append_result& result) {
+  auto& st = self->state;
+  st.persisting = false;
+  if (st.unresolved && st.unresolved->redriving) {
+    auto& u = *st.unresolved;
+    u.redriving = false;
+    if (!result.ok()) {
+      attempt_failed(self, result.failure->message);
+      return;
+    }
+    u.redriven = true;
+    read_back(self); // for the first copy of each event, and to be sure nothing else is there
+    return;
+  }
+  auto replies = std::move(st.batch_replies);
+  auto evs = std::move(st.batch_events);
+  st.batch_replies.clear();
+  st.batch_events.clear();
+  if (result.ok()) {
+    std::vector<std::int64_t> offsets;
+    offsets.reserve(result.positions.size());
+    for (const auto& p : result.positions)
+      offsets.push_back(p.offset);
+    apply_durable(self, evs, replies, offsets);
+    pump(self);
+    return;
+  }
+  if (result.maybe_stored) {
+    unresolved_append u;
+    u.events = std::move(evs);
+    u.replies = std::move(replies);
+    u.from = st.batch_from;
+    st.unresolved = std::move(u);
+    read_back(self);
+    return;
+  }
+  // Certainly not stored: user commands are answered, system commands are decided again.
+  st.pending = st.s;
+  const events::error err{events::errc::unavailable,
+                          "the events of sandbox " + st.id + " could not be made durable (" +
+                            result.failure->message +
+                            "); nothing was changed, retry when the log is back"};
+  bool step_result = false;
+  for (auto& r : replies) {
+    if (is_system(r.req->cmd)) {
+      step_result = step_result || r.req->step.has_value();
+      st.retry.push_back(std::move(r.req));
+    } else {
+      reply(st, r.req, err);
+    }
+  }
+  if (step_result)
+    fail_settling(st, not_settled(st, result.failure->message));
+  if (!st.retry.empty())
+    schedule_retry(st);
+  pump(self);
+}
+
+void on_retry(actor_t* self) {
+  auto& st = self->state;
+  st.wakeup_pending = false;
+  for (auto it = st.retry.rbegin(); it != st.retry.rend(); ++it)
+    st.queue.push_front(std::move(*it));
+  st.retry.clear();
+  if (st.unresolved && !st.unresolved->reading && !st.unresolved->redriving)
+    read_back(self);
+  pump(self);
+}
+
+// A runtime result that no longer fits: its step is not the one in flight, or the status
+// was entered again since the step was issued.
+bool stale(const sandbox_actor_state& st, const request& r) {
+  return r.step && (step_in_flight(st.pending) != r.step || st.entered != r.entered);
 }
 
 void pump(actor_t* self) {
@@ -275,6 +506,25 @@ void pump(actor_t* self) {
       reply(st, st.queue.front(), st.broken);
       st.queue.pop_front();
     }
+    return;
+  }
+  if (st.unresolved) {
+    // Nothing is decided before the unresolved append is. Once its callers were told its
+    // outcome is unknown, later user commands are refused rather than left waiting.
+    if (!st.unresolved->answered)
+      return;
+    const auto err = events::make_error(
+      events::errc::unavailable,
+      "sandbox " + st.id +
+        ": the outcome of an earlier command is not known yet (the log did not confirm its "
+        "events); nothing was changed by this one — retry when the log is back");
+    std::deque<std::shared_ptr<request>> kept;
+    for (auto& r : st.queue)
+      if (is_system(r->cmd))
+        kept.push_back(std::move(r));
+      else
+        reply(st, r, err);
+    st.queue = std::move(kept);
     return;
   }
   const auto now = st.ctx->clock();
@@ -291,12 +541,15 @@ void pump(actor_t* self) {
                                "sandbox " + st.id + " does not exist; check the sandbox id"));
       continue;
     }
+    if (stale(st, *req))
+      continue;
     auto d = decide(st.pending, c, now);
     if (!d.ok()) {
       if (is_system(c))
         continue;
       if (auto rej = rejection_event(st.pending, c, d.failure(), now)) {
         st.pending = evolve(std::move(st.pending), *rej);
+        req->own_sequence = st.pending.sequence;
         evs.push_back(std::move(*rej));
         st.batch_replies.push_back({std::move(req), d.failure(), {}});
       } else {
@@ -308,6 +561,7 @@ void pump(actor_t* self) {
       st.pending = evolve(std::move(st.pending), e);
       evs.push_back(e);
     }
+    req->own_sequence = d.emitted().empty() ? 0 : st.pending.sequence;
     st.batch_replies.push_back({std::move(req), std::nullopt, st.pending});
   }
   if (evs.empty()) {
@@ -327,12 +581,9 @@ void pump(actor_t* self) {
   for (const auto& e : evs)
     records.push_back({st.id, events::encode(e)});
   st.batch_events = std::move(evs);
-  st.persisting = true;
-  auto me = caf::actor_cast<caf::actor>(self);
-  st.ctx->journal_->append(std::move(records), [me](events::append_result r) {
-    caf::anon_send(me, appended_atom::value,
-                   append_ptr{std::make_shared<events::append_result>(std::move(r))});
-  });
+  // Read before the append is issued: the batch can only land at this offset or later.
+  st.batch_from = st.ctx->journal_->acknowledged_end(st.partition);
+  append_records(self, std::move(records));
 }
 
 void on_result(actor_t* self, runtime_result& r) {
@@ -344,7 +595,10 @@ void on_result(actor_t* self, runtime_result& r) {
     }
     if (auto* p = std::get_if<cmd::runtime_paused>(&r.body))
       st.queue.push_front(system_request(st.s, cmd::storage_sampled{p->writable_layer_bytes}));
-    st.queue.push_front(system_request(st.s, std::move(r.body)));
+    auto req = system_request(st.s, std::move(r.body));
+    req->step = r.step;
+    req->entered = st.entered;
+    st.queue.push_front(std::move(req));
   } else if (std::holds_alternative<cmd::exec_finished>(r.body)) {
     --st.execs_running;
     st.queue.push_front(system_request(st.s, std::move(r.body)));
@@ -359,6 +613,8 @@ void on_result(actor_t* self, runtime_result& r) {
 
 void on_timer(actor_t* self, timer_kind kind, events::time_point deadline) {
   auto& st = self->state;
+  if (static_cast<std::size_t>(kind) >= k_timer_kinds)
+    return; // not a state timer
   auto& armed = st.armed[static_cast<std::size_t>(kind)];
   if (armed != deadline)
     return; // stale: a later deadline replaced it
@@ -377,6 +633,8 @@ void on_timer(actor_t* self, timer_kind kind, events::time_point deadline) {
     break;
   case timer_kind::retention:
     st.queue.push_back(system_request(st.s, cmd::retention_timer{}));
+    break;
+  case timer_kind::retry:
     break;
   }
   pump(self);
@@ -469,6 +727,17 @@ caf::behavior sandbox_actor(actor_t* self, actor_context* ctx, caf::actor direct
     [=](result_atom, result_ptr& r) {
       self->state.last_busy = std::chrono::steady_clock::now();
       on_result(self, *r.value);
+      after_change(self);
+    },
+    [=](landed_atom, landed_ptr& r) {
+      self->state.last_busy = std::chrono::steady_clock::now();
+      on_landed(self, *r.value);
+      after_change(self);
+    },
+    [=](retry_atom) {
+      ++self->state.received; // forwarded by the directory
+      self->state.last_busy = std::chrono::steady_clock::now();
+      on_retry(self);
       after_change(self);
     },
     [=](idle_atom) {

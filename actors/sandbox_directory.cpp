@@ -92,6 +92,18 @@ void route(directory_t* self, request_ptr& r) {
   self->send(a, cmd_atom::value, std::move(r));
 }
 
+// Forwards a wake-up (a passivation check, a retry) to the sandbox's actor; a dormant
+// sandbox has nothing to check or retry.
+template <class Atom>
+void wake(directory_t* self, const std::string& id, Atom atom) {
+  auto& st = self->state;
+  auto it = st.sandboxes.find(id);
+  if (it == st.sandboxes.end() || !it->second.actor)
+    return;
+  ++it->second.forwarded;
+  self->send(it->second.actor, atom);
+}
+
 } // namespace
 
 caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
@@ -133,14 +145,8 @@ caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
         ++e.forwarded;
         self->send(a, timer_atom::value, kind, deadline_ns);
       },
-      [=](idle_atom, const std::string& id) {
-        auto& st = self->state;
-        auto it = st.sandboxes.find(id);
-        if (it == st.sandboxes.end() || !it->second.actor)
-          return; // dormant already: nothing to check
-        ++it->second.forwarded;
-        self->send(it->second.actor, idle_atom::value);
-      },
+      [=](idle_atom, const std::string& id) { wake(self, id, idle_atom::value); },
+      [=](retry_atom, const std::string& id) { wake(self, id, retry_atom::value); },
       [=](passive_atom, const std::string& id, std::uint64_t received, offsets_ptr& offsets) {
         auto& st = self->state;
         auto it = st.sandboxes.find(id);

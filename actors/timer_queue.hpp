@@ -26,7 +26,16 @@ namespace sandboxd::actors {
 
 using clock_fn = std::function<events::time_point()>;
 
-enum class timer_kind : std::uint8_t { idle = 0, lifetime = 1, retention = 2, sample = 3 };
+// The first k_timer_kinds are a sandbox's state timers. `retry` is no state timer: the
+// actors' wake-up queue uses it for an append retried after a backoff (and `idle` there for
+// a passivation check).
+enum class timer_kind : std::uint8_t {
+  idle = 0,
+  lifetime = 1,
+  retention = 2,
+  sample = 3,
+  retry = 4
+};
 inline constexpr std::size_t k_timer_kinds = 4;
 
 class timer_queue {

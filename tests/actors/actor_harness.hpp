@@ -1,13 +1,14 @@
 // actor_harness.hpp — what the actor-system tests share: a clock driven by hand, a log
-// that fails appends on demand, a driver that records its calls (and whether two lifecycle
-// calls for one sandbox ever overlapped), command builders, and the log's view of one
-// sandbox.
+// that fails appends on demand (faulty_log.hpp), a driver that records its calls (and
+// whether two lifecycle calls for one sandbox ever overlapped), command builders, and the
+// log's view of one sandbox.
 #pragma once
 
 #include "actors/control_plane.hpp"
 #include "actors/state_snapshot.hpp"
 #include "events/file_log.hpp"
 #include "runtime/hollow_driver.hpp"
+#include "tests/actors/faulty_log.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -57,34 +58,6 @@ public:
 
 private:
   std::atomic<std::int64_t> ns_{std::int64_t{1'800'000'000} * 1'000'000'000};
-};
-
-// Forwards to a real log; while `fail_appends` is set, every append fails (unavailable).
-class failing_log final : public ev::event_log {
-public:
-  explicit failing_log(ev::event_log& inner) : inner_(inner) {}
-  std::atomic<bool> fail_appends{false};
-
-  using ev::event_log::append;
-  std::int32_t partitions() const override { return inner_.partitions(); }
-  void append(std::vector<ev::log_record> batch, ev::append_callback done) override {
-    if (fail_appends) {
-      done(ev::append_result{{}, ev::error{ev::errc::unavailable, "injected append failure"}});
-      return;
-    }
-    inner_.append(std::move(batch), std::move(done));
-  }
-  ev::read_result read(std::int32_t p, std::int64_t from, std::size_t max) override {
-    return inner_.read(p, from, max);
-  }
-  ev::offset_result end_offset(std::int32_t p) override { return inner_.end_offset(p); }
-  bool wait_for(std::int32_t p, std::int64_t o, std::chrono::milliseconds t) override {
-    return inner_.wait_for(p, o, t);
-  }
-  std::string describe() const override { return "failing " + inner_.describe(); }
-
-private:
-  ev::event_log& inner_;
 };
 
 // Forwards to a real driver, counting lifecycle calls and noticing overlapping ones for
@@ -209,6 +182,60 @@ inline std::vector<ev::event> events_of(ev::event_log& log, const std::string& s
         out.push_back(d.get());
     }
   }
+}
+
+// A sandbox's history as every reader sees it: the first record of each sequence number.
+// `problem` names what no reader may ever find: a gap, an event that does not decode, or a
+// later copy of a sequence number that differs from the first (a sequence reused for another
+// event — an acknowledged command dropped as a "duplicate").
+struct sandbox_history {
+  std::vector<ev::event> events; // first copies, sequences 1..n
+  std::vector<std::int64_t> offsets;
+  std::size_t duplicates = 0; // later copies, each equal to its first
+  std::string problem;
+};
+
+inline sandbox_history history_of(ev::event_log& log, const std::string& sandbox_id) {
+  sandbox_history h;
+  const auto p = log.partition_for(sandbox_id);
+  std::int64_t at = 0;
+  for (;;) {
+    auto rr = log.read(p, at, 4096);
+    if (rr.records.empty())
+      return h;
+    for (auto& r : rr.records) {
+      at = r.offset + 1;
+      if (r.key != sandbox_id)
+        continue;
+      auto d = ev::decode(r.value);
+      const std::string where = "offset " + std::to_string(r.offset) + ": ";
+      if (!d.ok()) {
+        h.problem += where + "does not decode; ";
+        continue;
+      }
+      auto& e = d.get();
+      if (e.sequence == h.events.size() + 1) {
+        h.events.push_back(std::move(e));
+        h.offsets.push_back(r.offset);
+      } else if (e.sequence >= 1 && e.sequence <= h.events.size()) {
+        ++h.duplicates;
+        if (!(e == h.events[e.sequence - 1]))
+          h.problem += where + "sequence " + std::to_string(e.sequence) + " holds " +
+                       std::string(ev::type_name(e.body)) + " after " +
+                       std::string(ev::type_name(h.events[e.sequence - 1].body)) + "; ";
+      } else {
+        h.problem += where + "sequence " + std::to_string(e.sequence) + " after " +
+                     std::to_string(h.events.size()) + "; ";
+      }
+    }
+  }
+}
+
+inline std::vector<std::string> type_names(const std::vector<ev::event>& evs) {
+  std::vector<std::string> out;
+  for (const auto& e : evs)
+    out.emplace_back(ev::type_name(e.body));
+  return out;
 }
 
 // Waits (up to `limit` of real time) until `pred` holds; returns whether it did.

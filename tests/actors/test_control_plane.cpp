@@ -5,8 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "actors/runtime_steps.hpp"
-#include "tests/actors/actor_harness.hpp"
-#include "tests/support/temp_dir.hpp"
+#include "tests/actors/actor_world.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -19,57 +18,6 @@ using sandboxd::actors::sandbox_status;
 namespace cmd = sandboxd::actors::cmd;
 
 namespace {
-
-struct world {
-  temp_dir dir{"actors"};
-  manual_clock clock;
-  std::unique_ptr<ev::file_log> file;
-  std::unique_ptr<failing_log> log;
-  runtime::hollow_driver hollow{runtime::hollow_options{dir / "runtime", {}}};
-  recording_driver driver{hollow};
-  ac::control_plane_options options;
-  std::unique_ptr<ac::control_plane> plane;
-
-  world() {
-    open_log();
-    options.log = log.get();
-    options.driver = &driver;
-    options.data_dir = dir / "data";
-    options.clock = clock.fn();
-    options.timer_poll = 2ms;
-    options.runtime_threads = 4;
-    options.passivate_after = 60s;
-    options.storage_sample_interval = ev::nanoseconds(0);
-    options.snapshot_every_records = 0;
-  }
-  void open_log() {
-    file = std::make_unique<ev::file_log>(ev::file_log_options{dir / "log", 4});
-    log = std::make_unique<failing_log>(*file);
-  }
-  ac::control_plane& start() {
-    plane = std::make_unique<ac::control_plane>(options);
-    return *plane;
-  }
-  void stop() { plane.reset(); }
-  // A restart of the whole process: the log is closed and reopened too.
-  ac::control_plane& restart() {
-    stop();
-    log.reset();
-    file.reset();
-    open_log();
-    options.log = log.get();
-    return start();
-  }
-  std::string create(ev::created s = spec()) {
-    auto r = plane->call("", user(cmd::create{std::move(s)}));
-    BOOST_REQUIRE_MESSAGE(r.ok(), (r.failure ? r.failure->message : std::string()));
-    return r.state.sandbox_id;
-  }
-  sandbox_status status(const std::string& id) {
-    auto r = plane->get(id, "acme");
-    return r.ok() ? r.state.status : sandbox_status::absent;
-  }
-};
 
 bool has_sequence_prefix(const std::vector<ev::event>& evs, std::uint64_t upto) {
   for (std::uint64_t i = 0; i < upto; ++i)
@@ -106,23 +54,23 @@ BOOST_AUTO_TEST_CASE(reply_comes_after_the_commands_events_are_in_the_log) {
 BOOST_AUTO_TEST_CASE(failed_append_yields_an_error_reply_and_no_runtime_step) {
   world w;
   auto& plane = w.start();
-  w.log->fail_appends = true;
+  w.log->fail_all(append_fault::not_stored);
   auto r = plane.call("", user(cmd::create{spec()}));
   BOOST_REQUIRE(!r.ok());
   BOOST_TEST(r.failure->code == ev::errc::unavailable);
   BOOST_TEST(w.driver.lifecycle_calls.load() == 0);
   BOOST_TEST(w.hollow.list().value().empty());
 
-  w.log->fail_appends = false;
+  w.log->fail_all(append_fault::none);
   auto id = w.create();
   const int calls = w.driver.lifecycle_calls.load();
-  w.log->fail_appends = true;
+  w.log->fail_all(append_fault::not_stored);
   auto p = plane.call(id, user(cmd::pause{}));
   BOOST_REQUIRE(!p.ok());
   BOOST_TEST(p.failure->code == ev::errc::unavailable);
   BOOST_TEST(w.driver.lifecycle_calls.load() == calls);
   BOOST_TEST(w.hollow.inspect(id)->status == runtime::sandbox_status::running);
-  w.log->fail_appends = false;
+  w.log->fail_all(append_fault::none);
   BOOST_TEST(w.status(id) == sandbox_status::running);
   auto again = plane.call(id, user(cmd::pause{}));
   BOOST_REQUIRE(again.ok());

@@ -1,8 +1,7 @@
-// The snapshot codec of a sandbox's state, and the journal's batching (no actors involved).
+// The snapshot codec of a sandbox's state and the snapshots built on it (no actors involved).
 #define BOOST_TEST_MODULE state_codec
 #include <boost/test/unit_test.hpp>
 
-#include "actors/journal.hpp"
 #include "actors/runtime_steps.hpp"
 #include "actors/state_codec.hpp"
 #include "actors/state_snapshot.hpp"
@@ -82,43 +81,4 @@ BOOST_AUTO_TEST_CASE(a_snapshot_round_trips_and_a_damaged_one_is_ignored) {
   auto damaged = ac::load_partition_snapshot(dir.path(), 2);
   BOOST_TEST(damaged.next_offset == 0);
   BOOST_TEST(damaged.sandboxes.empty());
-}
-
-BOOST_AUTO_TEST_CASE(the_journal_completes_each_append_with_its_own_positions) {
-  temp_dir dir("actors-journal");
-  ev::file_log log(ev::file_log_options{dir / "log", 2});
-  ac::journal j(log);
-  constexpr int k_appends = 200;
-  std::vector<std::promise<ev::append_result>> done(k_appends);
-  for (int i = 0; i < k_appends; ++i)
-    j.append({{"key-" + std::to_string(i % 7), "a" + std::to_string(i)},
-              {"key-" + std::to_string(i % 7), "b" + std::to_string(i)}},
-             [&, i](ev::append_result r) { done[i].set_value(std::move(r)); });
-  for (int i = 0; i < k_appends; ++i) {
-    auto r = done[i].get_future().get();
-    BOOST_REQUIRE(r.ok());
-    BOOST_REQUIRE(r.positions.size() == 2u);
-    auto a = log.read(r.positions[0].partition, r.positions[0].offset, 1);
-    auto b = log.read(r.positions[1].partition, r.positions[1].offset, 1);
-    BOOST_TEST(a.records.at(0).value == "a" + std::to_string(i));
-    BOOST_TEST(b.records.at(0).value == "b" + std::to_string(i));
-    BOOST_TEST(r.positions[1].offset > r.positions[0].offset);
-  }
-  j.wait_idle();
-  BOOST_TEST(j.records_appended() == 2u * k_appends);
-  BOOST_TEST(j.rounds() < static_cast<std::uint64_t>(k_appends)); // batched
-}
-
-BOOST_AUTO_TEST_CASE(a_failed_log_append_fails_every_caller_of_the_round) {
-  temp_dir dir("actors-journal");
-  ev::file_log file(ev::file_log_options{dir / "log", 2});
-  failing_log log(file);
-  log.fail_appends = true;
-  ac::journal j(log);
-  std::promise<ev::append_result> done;
-  j.append({{"k", "v"}}, [&](ev::append_result r) { done.set_value(std::move(r)); });
-  auto r = done.get_future().get();
-  BOOST_TEST(!r.ok());
-  BOOST_TEST(r.positions.empty());
-  BOOST_TEST(file.end_offset(file.partition_for("k")).offset == 0);
 }
