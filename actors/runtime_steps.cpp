@@ -13,6 +13,15 @@ bool is_paused(runtime::sandbox_status s) {
          s == runtime::sandbox_status::paused_memory;
 }
 
+bool has_status(runtime::driver& d, const std::string& id, runtime::sandbox_status s) {
+  auto i = d.inspect(id);
+  return i && i->status == s;
+}
+
+bool is_running(runtime::driver& d, const std::string& id) {
+  return has_status(d, id, runtime::sandbox_status::running);
+}
+
 // The runtime has a directory for `id` but no sandbox it can inspect.
 bool half_made(runtime::driver& d, const std::string& id) {
   auto i = d.inspect(id);
@@ -56,9 +65,16 @@ command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtim
     if (!c && c.code() != runtime::errc::conflict)
       return failed_with("create", c.err());
     auto st = d.start(id);
-    if (!st) {
-      auto i = d.inspect(id);
-      if (!i || i->status != runtime::sandbox_status::running)
+    if (!st && !is_running(d, id)) {
+      // A crash in the middle of the runtime's start can leave a sandbox that cannot be
+      // started again (its start half done). A creating sandbox holds nothing yet (nothing
+      // runs in it and no file was written): made afresh, once.
+      d.remove(id);
+      c = d.create(request);
+      if (!c)
+        return failed_with("create", c.err());
+      st = d.start(id);
+      if (!st && !is_running(d, id))
         return failed_with("start", st.err());
     }
     return cmd::runtime_started{};
@@ -67,6 +83,14 @@ command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtim
     const auto mode = s.pause_mode == events::pause_mode::memory ? runtime::pause_mode::memory
                                                                  : runtime::pause_mode::filesystem;
     auto p = d.pause(id, mode);
+    if (!p && mode == runtime::pause_mode::filesystem &&
+        has_status(d, id, runtime::sandbox_status::stopped)) {
+      // Its processes ended (a crash in the middle of the pause: the container is gone, the
+      // runtime's record not updated). A filesystem pause ends them anyway and keeps the
+      // writable layer: started again, then paused.
+      if (auto started = d.start(id); started)
+        p = d.pause(id, mode);
+    }
     if (!p) {
       auto i = d.inspect(id);
       if (!i || !is_paused(i->status))

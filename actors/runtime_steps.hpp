@@ -6,6 +6,12 @@
 // finish a step a crash interrupted: a step whose target the runtime already reached
 // (the sandbox exists, is already paused, already running, already gone) succeeds.
 //
+// A crash in the middle of the runtime's own calls can leave states the runtime will not
+// step out of by itself; run_step covers the two the crash loop (with crun) finds:
+// a creating sandbox whose start was cut short is removed and made afresh (nothing ran in
+// it yet), and a sandbox whose filesystem pause was cut short (its processes gone, the
+// runtime calling it stopped) is started and paused again.
+//
 //   creating  create + start  -> runtime_started  | runtime_failed
 //   pausing   pause + usage   -> runtime_paused   | runtime_failed
 //   resuming  resume          -> runtime_resumed  | runtime_failed

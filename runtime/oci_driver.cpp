@@ -457,8 +457,13 @@ outcome<void> oci_driver::resume(const std::string& id) {
     if (auto c = check_allowed(r->info, operation::resume); !c)
       return c;
     if (r->info.status == sandbox_status::paused_filesystem) {
-      if (auto c = create_container(r.value()); !c)
-        return c;
+      auto made = create_container(r.value());
+      if (!made) { // a resume a crash interrupted left its container: made afresh, once
+        delete_container(id, false);
+        made = create_container(r.value());
+      }
+      if (!made)
+        return made;
       if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
         return c;
     } else if (options_.runtime == oci_runtime::crun) {

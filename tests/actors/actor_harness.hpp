@@ -164,26 +164,6 @@ inline ac::command user(ac::command_body body, std::string tenant = "acme") {
   return c;
 }
 
-// Every event of `sandbox_id` in the log, in offset order.
-inline std::vector<ev::event> events_of(ev::event_log& log, const std::string& sandbox_id) {
-  std::vector<ev::event> out;
-  const auto p = log.partition_for(sandbox_id);
-  std::int64_t at = 0;
-  for (;;) {
-    auto rr = log.read(p, at, 4096);
-    if (rr.records.empty())
-      return out;
-    for (auto& r : rr.records) {
-      at = r.offset + 1;
-      if (r.key != sandbox_id)
-        continue;
-      auto d = ev::decode(r.value);
-      if (d.ok())
-        out.push_back(d.get());
-    }
-  }
-}
-
 // A sandbox's history as every reader sees it: the first record of each sequence number.
 // `problem` names what no reader may ever find: a gap, an event that does not decode, or a
 // later copy of a sequence number that differs from the first (a sequence reused for another
@@ -195,40 +175,74 @@ struct sandbox_history {
   std::string problem;
 };
 
-inline sandbox_history history_of(ev::event_log& log, const std::string& sandbox_id) {
-  sandbox_history h;
-  const auto p = log.partition_for(sandbox_id);
+// Adds the record at `offset` (of h's sandbox) to `h`.
+inline void add_record(sandbox_history& h, std::int64_t offset, const std::string& value) {
+  auto d = ev::decode(value);
+  const std::string where = "offset " + std::to_string(offset) + ": ";
+  if (!d.ok()) {
+    h.problem += where + "does not decode; ";
+    return;
+  }
+  auto& e = d.get();
+  if (e.sequence == h.events.size() + 1) {
+    h.events.push_back(std::move(e));
+    h.offsets.push_back(offset);
+  } else if (e.sequence >= 1 && e.sequence <= h.events.size()) {
+    ++h.duplicates;
+    if (!(e == h.events[e.sequence - 1]))
+      h.problem += where + "sequence " + std::to_string(e.sequence) + " holds " +
+                   std::string(ev::type_name(e.body)) + " after " +
+                   std::string(ev::type_name(h.events[e.sequence - 1].body)) + "; ";
+  } else {
+    h.problem += where + "sequence " + std::to_string(e.sequence) + " after " +
+                 std::to_string(h.events.size()) + "; ";
+  }
+}
+
+// Reads `partition` whole, handing each record to `fn`.
+template <class Fn>
+void for_each_record(ev::event_log& log, std::int32_t partition, Fn fn) {
   std::int64_t at = 0;
   for (;;) {
-    auto rr = log.read(p, at, 4096);
+    auto rr = log.read(partition, at, 4096);
     if (rr.records.empty())
-      return h;
+      return;
     for (auto& r : rr.records) {
       at = r.offset + 1;
-      if (r.key != sandbox_id)
-        continue;
-      auto d = ev::decode(r.value);
-      const std::string where = "offset " + std::to_string(r.offset) + ": ";
-      if (!d.ok()) {
-        h.problem += where + "does not decode; ";
-        continue;
-      }
-      auto& e = d.get();
-      if (e.sequence == h.events.size() + 1) {
-        h.events.push_back(std::move(e));
-        h.offsets.push_back(r.offset);
-      } else if (e.sequence >= 1 && e.sequence <= h.events.size()) {
-        ++h.duplicates;
-        if (!(e == h.events[e.sequence - 1]))
-          h.problem += where + "sequence " + std::to_string(e.sequence) + " holds " +
-                       std::string(ev::type_name(e.body)) + " after " +
-                       std::string(ev::type_name(h.events[e.sequence - 1].body)) + "; ";
-      } else {
-        h.problem += where + "sequence " + std::to_string(e.sequence) + " after " +
-                     std::to_string(h.events.size()) + "; ";
-      }
+      fn(r);
     }
   }
+}
+
+// Every event of `sandbox_id` in the log, in offset order (copies included).
+inline std::vector<ev::event> events_of(ev::event_log& log, const std::string& sandbox_id) {
+  std::vector<ev::event> out;
+  for_each_record(log, log.partition_for(sandbox_id), [&](const ev::stored_record& r) {
+    if (r.key != sandbox_id)
+      return;
+    auto d = ev::decode(r.value);
+    if (d.ok())
+      out.push_back(std::move(d.get()));
+  });
+  return out;
+}
+
+inline sandbox_history history_of(ev::event_log& log, const std::string& sandbox_id) {
+  sandbox_history h;
+  for_each_record(log, log.partition_for(sandbox_id), [&](const ev::stored_record& r) {
+    if (r.key == sandbox_id)
+      add_record(h, r.offset, r.value);
+  });
+  return h;
+}
+
+// The history of every sandbox in the log, in one pass over each partition.
+inline std::map<std::string, sandbox_history> histories_of(ev::event_log& log) {
+  std::map<std::string, sandbox_history> out;
+  for (std::int32_t p = 0; p < log.partitions(); ++p)
+    for_each_record(log, p,
+                    [&](const ev::stored_record& r) { add_record(out[r.key], r.offset, r.value); });
+  return out;
 }
 
 inline std::vector<std::string> type_names(const std::vector<ev::event>& evs) {

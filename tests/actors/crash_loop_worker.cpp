@@ -1,14 +1,19 @@
 // crash_loop_worker — runs the actor system on a data directory under a mixed workload
 // until it is killed; the child process of test_crash_loop.
 //
-// Usage: crash_loop_worker hollow|crun DATA_DIR SEED
-// Each acknowledged command is written to DATA_DIR/acks as "<sandbox id> <sequence>\n" with
-// one write() after the reply arrives, so a SIGKILL never loses a line the kernel took;
-// the parent checks every line against the log.
+// Usage: crash_loop_worker hollow|crun DATA_DIR SEED [FAULT_SEED]
+// Each acknowledged command is written to DATA_DIR/acks as one line, with one write() after
+// the reply arrives, so a SIGKILL never loses a line the kernel took:
+//   <sandbox id> <sequence of the command's own event> <event type> <key fields...>
+// (sequence 0 and type created-again / delete-again: accepted without an event). The parent
+// checks the event at that sequence in the log against the line.
+// With FAULT_SEED, the log is a faulty_log that fails appends at random (not stored, or
+// maybe stored: written, lost or late), each injected fault named in DATA_DIR/faults.
 #include "actors/control_plane.hpp"
 #include "events/file_log.hpp"
 #include "runtime/hollow_driver.hpp"
 #include "runtime/oci_driver.hpp"
+#include "tests/actors/faulty_log.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -28,14 +33,63 @@ namespace rt = sandboxd::runtime;
 namespace cmd = sandboxd::actors::cmd;
 using namespace std::chrono_literals;
 
+namespace {
+
+// What the acknowledgement of `c` says about the event at the reply's own sequence.
+std::string ack_line(const ac::command& c, const ac::command_reply& r) {
+  std::string what;
+  if (auto* x = std::get_if<cmd::create>(&c.body)) {
+    const auto& crid = x->spec.client_request_id;
+    what = r.own_sequence == 0
+             ? "created-again " + crid
+             : "created " + x->spec.template_name + " " + (crid.empty() ? std::string("-") : crid) +
+                 " " + std::to_string(x->spec.limits.memory_mib);
+  } else if (auto* p = std::get_if<cmd::pause>(&c.body)) {
+    what = "pause_requested " + ev::to_string(p->mode);
+  } else if (std::holds_alternative<cmd::resume>(c.body)) {
+    what = "resume_requested";
+  } else if (std::holds_alternative<cmd::remove>(c.body)) {
+    what = r.own_sequence == 0 ? "delete-again" : "delete_requested";
+  } else if (auto* t = std::get_if<cmd::set_timeout>(&c.body)) {
+    what =
+      "timeout_changed " +
+      std::to_string(
+        std::chrono::duration_cast<std::chrono::milliseconds>(t->timeouts.idle_timeout).count());
+  } else if (auto* e = std::get_if<cmd::exec>(&c.body)) {
+    what = "exec_started " + e->exec_id + " " + e->argv.at(0);
+  }
+  return r.state.sandbox_id + " " + std::to_string(r.own_sequence) + " " + what + "\n";
+}
+
+// Appends `line` to `fd` with one write(), or ends the process (a lost line would be a
+// false alarm or a check not made).
+void write_line(int fd, const std::string& line) {
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    std::abort();
+}
+
+} // namespace
+
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::cerr << "usage: crash_loop_worker hollow|crun DATA_DIR SEED\n";
+  if (argc != 4 && argc != 5) {
+    std::cerr << "usage: crash_loop_worker hollow|crun DATA_DIR SEED [FAULT_SEED]\n";
     return 2;
   }
   const std::string kind = argv[1], dir = argv[2];
-  const unsigned seed = static_cast<unsigned>(std::stoul(argv[3]));
-  ev::file_log log(ev::file_log_options{dir + "/log", 4});
+  const auto seed = std::stoull(argv[3]);
+  ev::file_log file(ev::file_log_options{dir + "/log", 4});
+  sandboxd::test::faulty_log log(file);
+  if (argc == 5) {
+    const int faults =
+      ::open((dir + "/faults").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    log.set_late_by(5ms);
+    log.on_injected([faults](sandboxd::test::append_fault f) {
+      write_line(faults, std::string(sandboxd::test::to_string(f)) + "\n");
+    });
+    // crun workers append about ten times less in a round: a higher rate, as many faults.
+    const double rate = kind == "crun" ? 0.08 : 0.03;
+    log.fail_randomly(std::stoull(argv[4]), rate, rate);
+  }
   std::unique_ptr<rt::driver> driver;
   if (kind == "crun") {
     rt::oci_options o;
@@ -64,7 +118,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> threads;
   for (int t = 0; t < clients; ++t)
     threads.emplace_back([&, t] {
-      std::mt19937 rng(seed * 31 + t);
+      std::mt19937_64 rng(seed * 31 + static_cast<std::uint64_t>(t));
       for (int n = 0;; ++n) {
         std::string id;
         {
@@ -109,12 +163,10 @@ int main(int argc, char** argv) {
           c.body = x;
         }
         const auto when = rng() % 2 ? ac::reply_when::settled : ac::reply_when::durable;
-        auto r = plane.call(id, std::move(c), when);
+        auto r = plane.call(id, c, when);
         if (!r.ok())
           continue;
-        const std::string line = r.state.sandbox_id + " " + std::to_string(r.state.sequence) + "\n";
-        if (::write(acks, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
-          std::abort();
+        write_line(acks, ack_line(c, r));
         if (id.empty()) {
           std::lock_guard l(mu);
           ids.push_back(r.state.sandbox_id);

@@ -62,6 +62,11 @@ void faulty_log::set_late_by(std::chrono::milliseconds d) {
   late_by_ = d;
 }
 
+void faulty_log::on_injected(std::function<void(append_fault)> fn) {
+  std::lock_guard l(mu_);
+  on_injected_ = std::move(fn);
+}
+
 void faulty_log::hold_late_writes() {
   std::lock_guard l(mu_);
   hold_late_ = true;
@@ -83,6 +88,20 @@ std::uint64_t faulty_log::injected(append_fault f) const {
 }
 
 append_fault faulty_log::choose(const std::vector<events::log_record>& batch) {
+  const auto f = pick(batch);
+  if (f != append_fault::none) {
+    std::function<void(append_fault)> hook;
+    {
+      std::lock_guard l(mu_);
+      hook = on_injected_;
+    }
+    if (hook)
+      hook(f);
+  }
+  return f;
+}
+
+append_fault faulty_log::pick(const std::vector<events::log_record>& batch) {
   std::lock_guard l(mu_);
   for (auto it = next_.begin(); it != next_.end(); ++it) {
     bool matches = !it->second;

@@ -71,6 +71,9 @@ public:
   void hold_late_writes();
   void release_late_writes();
 
+  // Called (on the appending thread) for every append that is made to fail, with how.
+  void on_injected(std::function<void(append_fault)> fn);
+
   // Appends that failed with `f` so far (none: appends passed through unharmed).
   std::uint64_t injected(append_fault f) const;
   // maybe_stored_late batches written to the inner log so far (their append completed).
@@ -90,7 +93,8 @@ public:
 
 private:
   using clock = std::chrono::steady_clock;
-  append_fault choose(const std::vector<events::log_record>& batch);
+  append_fault choose(const std::vector<events::log_record>& batch); // pick + on_injected
+  append_fault pick(const std::vector<events::log_record>& batch);
   void later(clock::duration after, std::function<void()> fn);
   std::chrono::milliseconds delay() const;
   // Runs `done` now, or after the completion delay on the decorator's thread.
@@ -110,6 +114,7 @@ private:
   std::vector<std::function<void()>> held_;
   std::array<std::atomic<std::uint64_t>, k_append_faults> injected_{};
   std::atomic<std::uint64_t> landed_late_{0};
+  std::function<void(append_fault)> on_injected_;
 
   std::condition_variable cv_;
   std::multimap<std::pair<clock::time_point, std::uint64_t>, std::function<void()>> tasks_;

@@ -6,6 +6,7 @@
 
 #include "actors/runtime_steps.hpp"
 #include "tests/actors/actor_world.hpp"
+#include "tests/support/test_seed.hpp"
 
 #include <filesystem>
 #include <fstream>
@@ -25,6 +26,44 @@ bool has_sequence_prefix(const std::vector<ev::event>& evs, std::uint64_t upto) 
       return false;
   return true;
 }
+
+// Whether `h` holds an event of type `type`.
+bool holds(const sandbox_history& h, const std::string& type) {
+  for (const auto& e : h.events)
+    if (ev::type_name(e.body) == type)
+      return true;
+  return false;
+}
+
+// After the manual clock was advanced: waits until `probe`'s timer, due at the new time, has
+// been recorded (its delete_requested is in the log), then sends `target` a command that is
+// rejected (and recorded) and returns the types of target's events up to that rejection.
+// A firing for `target` with an earlier deadline left the timer queue before the probe's,
+// went through the directory before the rejected command did, and was decided before it:
+// if the target's timer fired early, its event is in the list. No sleeping, no guessing.
+std::vector<std::string> after_due_timers(world& w, const std::string& probe,
+                                          const std::string& target, ac::command_body rejected) {
+  BOOST_REQUIRE(eventually([&] { return holds(history_of(*w.log, probe), "delete_requested"); }));
+  auto r = w.plane->call(target, user(std::move(rejected)), ac::reply_when::durable);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_REQUIRE(r.failure->code == ev::errc::conflict);
+  auto types = type_names(history_of(*w.log, target).events);
+  BOOST_REQUIRE(!types.empty());
+  BOOST_TEST(types.back() == "command_rejected");
+  return types;
+}
+
+// A sandbox with this timeout policy whose timer is the probe of after_due_timers.
+ev::created probe_spec(ev::sandbox_timeouts t) {
+  auto s = spec();
+  s.timeouts = t;
+  s.timeouts.on_idle = ev::idle_action::delete_sandbox;
+  return s;
+}
+
+const std::vector<std::string> k_running{"created", "started", "command_rejected"};
+const std::vector<std::string> k_paused{"created", "started",         "pause_requested",
+                                        "paused",  "storage_sampled", "command_rejected"};
 
 } // namespace
 
@@ -113,6 +152,7 @@ BOOST_AUTO_TEST_CASE(concurrent_commands_for_one_sandbox_are_decided_one_at_a_ti
   auto& plane = w.start();
   auto id = w.create();
   constexpr int k_threads = 6, k_each = 40;
+  const auto seed = test_seed("concurrent_commands_for_one_sandbox");
   std::atomic<int> pending{k_threads * k_each};
   std::mutex mu;
   std::vector<std::uint64_t> accepted_sequences;
@@ -120,7 +160,7 @@ BOOST_AUTO_TEST_CASE(concurrent_commands_for_one_sandbox_are_decided_one_at_a_ti
   std::vector<std::thread> threads;
   for (int t = 0; t < k_threads; ++t)
     threads.emplace_back([&, t] {
-      std::mt19937 rng(t);
+      std::mt19937_64 rng(seed + static_cast<std::uint64_t>(t));
       for (int i = 0; i < k_each; ++i) {
         ac::command_body body;
         switch (rng() % 4) {
@@ -211,9 +251,12 @@ BOOST_AUTO_TEST_CASE(idle_timeout_pauses_a_running_sandbox) {
   s.timeouts.idle_timeout = 10s;
   s.timeouts.on_idle = ev::idle_action::pause_sandbox;
   auto id = w.create(s);
+  ev::sandbox_timeouts probe;
+  probe.idle_timeout = 9s;
+  auto probe_id = w.create(probe_spec(probe));
   w.clock.advance(9s);
-  std::this_thread::sleep_for(50ms);
-  BOOST_TEST(w.status(id) == sandbox_status::running);
+  BOOST_TEST(after_due_timers(w, probe_id, id, cmd::resume{}) == k_running,
+             boost::test_tools::per_element());
   w.clock.advance(2s);
   BOOST_TEST(eventually([&] { return w.status(id) == sandbox_status::paused; }));
   auto evs = events_of(*w.log, id);
@@ -242,10 +285,13 @@ BOOST_AUTO_TEST_CASE(maximum_lifetime_deletes_the_sandbox) {
   auto s = spec();
   s.timeouts.max_lifetime = 100s;
   auto id = w.create(s);
+  ev::sandbox_timeouts probe;
+  probe.max_lifetime = 99s;
+  auto probe_id = w.create(probe_spec(probe));
   BOOST_REQUIRE(w.plane->call(id, user(cmd::pause{})).ok());
   w.clock.advance(99s);
-  std::this_thread::sleep_for(50ms);
-  BOOST_TEST(w.status(id) == sandbox_status::paused);
+  BOOST_TEST(after_due_timers(w, probe_id, id, cmd::pause{}) == k_paused,
+             boost::test_tools::per_element());
   w.clock.advance(2s);
   BOOST_TEST(eventually([&] { return w.status(id) == sandbox_status::deleted; }));
   bool by_lifetime = false;
@@ -261,11 +307,15 @@ BOOST_AUTO_TEST_CASE(retention_deletes_a_sandbox_paused_too_long) {
   auto s = spec();
   s.timeouts.paused_retention = 30s;
   auto id = w.create(s);
+  ev::sandbox_timeouts probe;
+  probe.paused_retention = 29s;
+  auto probe_id = w.create(probe_spec(probe));
   w.clock.advance(100s); // running time does not count
   BOOST_REQUIRE(w.plane->call(id, user(cmd::pause{})).ok());
+  BOOST_REQUIRE(w.plane->call(probe_id, user(cmd::pause{})).ok());
   w.clock.advance(29s);
-  std::this_thread::sleep_for(50ms);
-  BOOST_TEST(w.status(id) == sandbox_status::paused);
+  BOOST_TEST(after_due_timers(w, probe_id, id, cmd::pause{}) == k_paused,
+             boost::test_tools::per_element());
   w.clock.advance(2s);
   BOOST_TEST(eventually([&] { return w.status(id) == sandbox_status::deleted; }));
   bool by_retention = false;

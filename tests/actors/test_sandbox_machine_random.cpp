@@ -7,8 +7,8 @@
 #include "events/event.hpp"
 #include "tests/actors/machine_sim.hpp"
 #include "tests/actors/state_table.hpp"
+#include "tests/support/test_seed.hpp"
 
-#include <cstdlib>
 #include <random>
 #include <set>
 
@@ -151,11 +151,8 @@ BOOST_AUTO_TEST_CASE(random_sequences_follow_the_table_and_replay_to_the_same_st
   const auto table = load_state_table();
   constexpr int k_sequences = 10'000;
   constexpr int k_max_steps = 40;
-  // Fixed so that a failure reproduces; SANDBOXD_MACHINE_SEED explores other walks.
-  const char* seed_env = std::getenv("SANDBOXD_MACHINE_SEED");
-  const std::uint64_t seed = seed_env ? std::stoull(seed_env) : 20261130;
-  BOOST_TEST_MESSAGE("seed " << seed);
-  command_generator gen(seed);
+  // A new walk every run; SANDBOXD_TEST_SEED replays one.
+  command_generator gen(sandboxd::test::test_seed("sandbox_machine_random"));
   std::set<std::pair<std::string, std::string>> covered; // (row, column)
   std::size_t events_total = 0;
 
