@@ -20,8 +20,9 @@
 // run() repeats steps on a thread of its own; when PostgreSQL or the log fails it drops the
 // connection, waits (exponential backoff, min_backoff doubling up to max_backoff) and tries
 // again from the offsets PostgreSQL has, so nothing is lost across a reconnect. A record
-// that does not decode stops progress on its partition (retried with backoff, reported in
-// status().last_error): billing must never skip an event silently.
+// that does not decode, or a gap in a sandbox's sequence numbers (sequence_gap,
+// read_models.hpp), stops progress (retried with backoff, reported in status().last_error;
+// the failing batch keeps nothing): billing must never skip an event silently.
 #pragma once
 
 #include "events/event_log.hpp"
@@ -81,7 +82,8 @@ public:
   projector& operator=(const projector&) = delete;
 
   // One transaction. Returns the number of records it consumed (0: nothing new). Throws on
-  // a fault (PostgreSQL, the log, an undecodable record); nothing of the step is kept then.
+  // a fault (PostgreSQL, the log, an undecodable record, a sequence_gap); nothing of the
+  // step is kept then.
   std::size_t step();
 
   // Steps until every owned partition reached the log's end offset as of the call (or its

@@ -141,8 +141,10 @@ void recall_sandboxes(pqxx::transaction_base& tx, const std::string& projection,
 }
 
 // Drops the events at or below the last applied sequence of their sandbox, and moves it.
-fresh_batch fresh_events(const std::vector<positioned_event>& batch, projection_memory& memory,
-                         batch_outcome& outcome) {
+// Throws sequence_gap for an event more than one above it; it writes nothing, so this runs
+// before any statement of the batch.
+fresh_batch fresh_events(const std::string& projection, const std::vector<positioned_event>& batch,
+                         projection_memory& memory, batch_outcome& outcome) {
   fresh_batch out;
   std::unordered_map<const sandbox_memory*, std::size_t> slot;
   for (const auto& pe : batch) {
@@ -151,6 +153,8 @@ fresh_batch fresh_events(const std::vector<positioned_event>& batch, projection_
       ++outcome.duplicates;
       continue;
     }
+    if (pe.event.sequence != g.last_seq + 1)
+      throw sequence_gap(projection, pe, g.last_seq);
     g.last_seq = pe.event.sequence;
     out.all.push_back(&pe);
     auto [it, inserted] = slot.emplace(&g, out.sandboxes.size());
@@ -476,7 +480,27 @@ void write_audit(pqxx::transaction_base& tx, audit_rows rows, const projection_m
     h_tenant.str(), h_partition.str(), h_position.str(), h_hash.str());
 }
 
+std::string gap_message(const std::string& projection, const positioned_event& at,
+                        std::uint64_t last_applied) {
+  const auto first = last_applied + 1;
+  const auto last = at.event.sequence - 1;
+  return "projection " + projection + ": sandbox " + at.event.sandbox_id + " is missing " +
+         (first == last
+            ? "event sequence " + std::to_string(first)
+            : "event sequences " + std::to_string(first) + " to " + std::to_string(last)) +
+         ": partition " + std::to_string(at.partition) + " offset " + std::to_string(at.offset) +
+         " holds sequence " + std::to_string(at.event.sequence) + " (event " + at.event.event_id +
+         ") after sequence " + std::to_string(last_applied) +
+         "; the log lost events, and the projection stops here until the log is repaired";
+}
+
 } // namespace
+
+sequence_gap::sequence_gap(const std::string& projection, const positioned_event& at,
+                           std::uint64_t last_applied)
+    : std::runtime_error(gap_message(projection, at, last_applied)),
+      sandbox_id(at.event.sandbox_id), first_missing(last_applied + 1), found(at.event.sequence),
+      partition(at.partition), offset(at.offset) {}
 
 batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
                           const std::vector<positioned_event>& batch, projection_memory& memory,
@@ -485,7 +509,7 @@ batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& project
   if (batch.empty())
     return outcome;
   recall_sandboxes(tx, projection, batch, memory);
-  auto fresh = fresh_events(batch, memory, outcome);
+  auto fresh = fresh_events(projection, batch, memory, outcome);
   if (fresh.all.empty())
     return outcome;
   recall_heads(tx, fresh.all, memory);

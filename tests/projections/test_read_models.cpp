@@ -195,13 +195,16 @@ BOOST_FIXTURE_TEST_CASE(events_delivered_twice_change_nothing, fixture) {
     BOOST_TEST(l.lag() == 0);
 }
 
-// A sandbox whose `created` this projection never applied has no `sandboxes` row to carry its
-// duplicate guard: projection_sandbox_seq keeps it, and its events delivered again still
-// change nothing.
+// A sandbox whose history does not start with `created` (sequence 1 is another event) has no
+// `sandboxes` row to carry its duplicate guard: projection_sandbox_seq keeps it, and its
+// events delivered again still change nothing.
 BOOST_FIXTURE_TEST_CASE(events_of_a_sandbox_without_a_row_delivered_twice_change_nothing, fixture) {
   sandbox_events orphan("sb-orphan", "acme", t0_ns);
-  orphan.created(512).started().exec("echo 1").sampled(gib);
-  std::vector<events::event> tail(orphan.events().begin() + 1, orphan.events().end());
+  orphan.rejected(events::command_kind::exec, events::errc::conflict, "not created yet")
+    .started()
+    .exec("echo 1")
+    .sampled(gib);
+  const auto& tail = orphan.events();
   test::append_all(*log, tail);
   project();
   BOOST_TEST(as_i64(query("SELECT count(*) FROM sandboxes")[0][0]) == 0);
@@ -216,6 +219,61 @@ BOOST_FIXTURE_TEST_CASE(events_of_a_sandbox_without_a_row_delivered_twice_change
   p.catch_up();
   BOOST_TEST(p.status().applied == 0u);
   BOOST_TEST(p.status().duplicates == tail.size());
+  BOOST_TEST(snapshot() == before);
+}
+
+// Sequences are dense per sandbox (the actors refuse a gap in recovery): an event more than
+// one above the last applied means the log lost events. The projection stops with a fault that
+// names the sandbox and the missing sequence, and keeps nothing of the batch that holds it,
+// whether the last applied sequence comes from the projector's memory or from PostgreSQL.
+BOOST_FIXTURE_TEST_CASE(a_sequence_gap_stops_the_projection_and_keeps_nothing_of_its_batch,
+                        fixture) {
+  sandbox_events ok("sb-ok", "acme", t0_ns);
+  ok.created(512).started().after(10min).sampled(gib);
+  sandbox_events gappy("sb-gappy", "acme", t0_ns);
+  gappy.created(512).started().after(10min).sampled(gib).exec("echo 1").exec("echo 2");
+  auto opts = options();
+  opts.max_batch = 1000; // the whole tail in one batch
+  test::append_all(*log, {ok.events()[0], ok.events()[1], gappy.events()[0], gappy.events()[1]});
+  projector p(*log, conninfo, opts);
+  p.catch_up();
+  const std::string before = snapshot();
+  const auto offsets_before =
+    as_i64(query("SELECT sum(next_offset) FROM projection_offsets")[0][0]);
+  BOOST_TEST_REQUIRE(offsets_before == 4);
+
+  // sb-ok's sequence 3 and sb-gappy's 4 and 5, without its 3: one batch.
+  test::append_all(*log, {ok.events()[2], gappy.events()[3], gappy.events()[4]});
+  auto expect_gap = [&](projector& q) {
+    try {
+      q.catch_up();
+      BOOST_ERROR("a batch with a sequence gap was applied");
+    } catch (const sequence_gap& e) {
+      BOOST_TEST(e.sandbox_id == "sb-gappy");
+      BOOST_TEST(e.first_missing == 3u);
+      BOOST_TEST(e.found == 4u);
+      const std::string what = e.what();
+      BOOST_TEST(what.find("sandbox sb-gappy is missing event sequence 3") != std::string::npos,
+                 what);
+    }
+    BOOST_TEST(snapshot() == before); // sb-ok's sequence 3 was not applied either
+    BOOST_TEST(as_i64(query("SELECT sum(next_offset) FROM projection_offsets")[0][0]) ==
+               offsets_before);
+  };
+  expect_gap(p); // the last applied sequence from the projector's memory
+  projector fresh(*log, conninfo, opts);
+  expect_gap(fresh); // from PostgreSQL
+
+  // Running in the background, the projector keeps failing on it and says why.
+  fresh.start();
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (fresh.status().failures < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  fresh.stop();
+  BOOST_TEST(fresh.status().failures >= 2u);
+  BOOST_TEST(fresh.status().last_error.find("sb-gappy is missing event sequence 3") !=
+               std::string::npos,
+             fresh.status().last_error);
   BOOST_TEST(snapshot() == before);
 }
 
