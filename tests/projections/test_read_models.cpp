@@ -277,7 +277,11 @@ BOOST_FIXTURE_TEST_CASE(a_sequence_gap_stops_the_projection_and_keeps_nothing_of
   BOOST_TEST(snapshot() == before);
 }
 
-BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql, fixture) {
+// Each way of tampering with the stored audit log is reported as its own problem, at the row
+// it concerns: a row edited in place, a row replaced together with its recomputed hash, a
+// deleted row, a swapped pair, a truncated tail. Rows and head rewritten together get past the
+// verifier; the rebuild from the log sees them.
+BOOST_FIXTURE_TEST_CASE(audit_verify_names_each_tampering_in_sql_as_its_own_problem, fixture) {
   test::append_all(*log, test::mixed_stream(6, 1, t0_ns));
   project();
   // The longest chain, so that rows 2, 3, 4 and the last exist.
@@ -296,45 +300,88 @@ BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql
     tx.exec(tamper);
     return verify_audit_log(tx);
   };
-  auto event_at = [&](int pos) {
-    return query("SELECT event_id FROM audit_log" + where +
-                 " AND position = " + std::to_string(pos))[0][0]
-      .as<std::string>();
+  auto stored_row = [&](std::int64_t pos) {
+    auto f = query("SELECT tenant, partition, position, event_id, occurred_at_ns, principal,"
+                   " action, sandbox_id, outcome, detail, encode(prev_hash, 'hex'),"
+                   " encode(hash, 'hex') FROM audit_log" +
+                   where + " AND position = " + std::to_string(pos))[0];
+    audit_row r;
+    r.tenant = f[0].as<std::string>();
+    r.partition = f[1].as<std::int32_t>();
+    r.position = f[2].as<std::int64_t>();
+    r.event_id = f[3].as<std::string>();
+    r.occurred_at_ns = f[4].as<std::int64_t>();
+    r.principal = f[5].as<std::string>();
+    r.action = f[6].as<std::string>();
+    r.sandbox_id = f[7].as<std::string>();
+    r.outcome = f[8].as<std::string>();
+    r.detail = f[9].as<std::string>();
+    r.prev_hash = f[10].as<std::string>();
+    r.hash = f[11].as<std::string>();
+    return r;
   };
+  auto event_at = [&](std::int64_t pos) { return stored_row(pos).event_id; };
+  // "problem@position" for each finding.
+  auto problems = [](const std::vector<audit_finding>& findings) {
+    std::vector<std::string> out;
+    for (const auto& f : findings)
+      out.push_back(std::string(to_string(f.problem)) + "@" + std::to_string(f.position));
+    return out;
+  };
+  using names = std::vector<std::string>;
 
   auto edited =
     findings_after("UPDATE audit_log SET detail = 'nothing to see'" + where + " AND position = 3");
-  BOOST_REQUIRE(edited.size() == 1u);
-  BOOST_TEST(edited[0].problem == "edited");
-  BOOST_TEST(edited[0].position == 3);
+  BOOST_TEST_REQUIRE(problems(edited) == names{"hash_mismatch@3"});
   BOOST_TEST(edited[0].event_id == event_at(3));
   BOOST_TEST(edited[0].message.find(event_at(3)) != std::string::npos, edited[0].message);
 
-  // An edit that also recomputes the row's own hash still breaks the next link.
-  auto rehashed = findings_after(
-    "UPDATE audit_log SET outcome = 'accepted', hash = decode(repeat('f', 64), 'hex')" + where +
-    " AND position = 3");
-  BOOST_TEST(!rehashed.empty());
-  BOOST_TEST(rehashed[0].position == 3);
+  // Row 3 replaced by a row that hashes right on its own: its hash recomputed over the new
+  // contents and its prev_hash. Row 4 was chained to the old row 3.
+  auto forged = stored_row(3);
+  forged.outcome = "accepted";
+  forged.detail = "nothing happened";
+  link(forged, forged.prev_hash);
+  BOOST_REQUIRE(chain_hash(forged.prev_hash, forged) == forged.hash);
+  auto replaced = findings_after("UPDATE audit_log SET outcome = 'accepted',"
+                                 " detail = 'nothing happened', hash = decode('" +
+                                 forged.hash + "', 'hex')" + where + " AND position = 3");
+  BOOST_TEST_REQUIRE(problems(replaced) == names{"broken_link@3"});
+  BOOST_TEST(replaced[0].event_id == event_at(3));
 
   auto deleted = findings_after("DELETE FROM audit_log" + where + " AND position = 4");
-  BOOST_REQUIRE(deleted.size() == 1u);
-  BOOST_TEST(deleted[0].problem == "missing");
-  BOOST_TEST(deleted[0].position == 4);
+  BOOST_TEST_REQUIRE(problems(deleted) == names{"missing_row@4"});
+  BOOST_TEST(deleted[0].event_id == "");
 
   auto swapped = findings_after("UPDATE audit_log SET position = -1" + where +
                                 " AND position = 2; UPDATE audit_log SET position = 2" + where +
                                 " AND position = 3; UPDATE audit_log SET position = 3" + where +
                                 " AND position = -1");
-  BOOST_REQUIRE(!swapped.empty());
-  BOOST_TEST(swapped[0].position == 2);
+  BOOST_TEST_REQUIRE(problems(swapped) == names({"out_of_order@2", "out_of_order@3"}));
   BOOST_TEST(swapped[0].event_id == event_at(3)); // the row now at 2 is the old row 3
+  BOOST_TEST(swapped[1].event_id == event_at(2));
 
-  auto truncated =
-    findings_after("DELETE FROM audit_log" + where + " AND position = " + std::to_string(last));
-  BOOST_REQUIRE(truncated.size() == 1u);
-  BOOST_TEST(truncated[0].problem == "truncated");
-  BOOST_TEST(truncated[0].position == last);
+  auto truncated = findings_after("DELETE FROM audit_log" + where +
+                                  " AND position >= " + std::to_string(last - 1));
+  BOOST_TEST_REQUIRE(problems(truncated) == names{"truncated_tail@" + std::to_string(last - 1)});
+
+  // The tail deleted and the head moved back to match: the stored log is consistent again,
+  // and only the log itself, through a rebuild, shows what is gone.
+  auto before_last = stored_row(last - 1);
+  query("DELETE FROM audit_log" + where + " AND position = " + std::to_string(last) +
+        "; UPDATE audit_chain_heads SET position = " + std::to_string(last - 1) +
+        ", hash = decode('" + before_last.hash + "', 'hex')" + where);
+  {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_TEST(verify_audit_log(tx).empty());
+  }
+  auto report = rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild");
+  std::multiset<std::string> seen;
+  for (const auto& d : report.differences)
+    seen.insert(d.table + "/" + d.side);
+  BOOST_TEST((seen == std::multiset<std::string>{"audit_log/rebuild", "audit_chain_heads/live",
+                                                 "audit_chain_heads/rebuild"}));
 }
 
 BOOST_FIXTURE_TEST_CASE(rebuild_from_offset_zero_matches_live_and_reports_differences, fixture) {
