@@ -26,6 +26,7 @@
 #pragma once
 
 #include "events/event_log.hpp"
+#include "projections/log_batch.hpp"
 #include "projections/projection_memory.hpp"
 #include "projections/read_models.hpp"
 #include "projections/task_thread.hpp"
@@ -99,13 +100,8 @@ public:
   projector_status status() const;
 
 private:
-  // Records read and decoded from `from` on: up to max_batch, shared between the partitions.
-  struct fetched_batch {
-    std::map<std::int32_t, std::int64_t> from;
-    std::vector<positioned_event> events;
-    std::map<std::int32_t, std::int64_t> moved; // next offsets of the partitions it read
-  };
-  fetched_batch fetch(const std::map<std::int32_t, std::int64_t>& from);
+  // Records read and decoded from `from` on (log_batch.hpp), within the options' limits.
+  log_batch fetch(const partition_offsets& from);
   void connect();
   void run();
   std::vector<std::int32_t> owned();
@@ -124,7 +120,7 @@ private:
 
   std::atomic<bool> stopping_{false};
   std::thread thread_;
-  std::future<fetched_batch> prefetch_; // of the step thread
+  std::future<log_batch> prefetch_; // of the step thread
   // The prefetch's thread and the batches' helpers, started once. Last: destroyed first, so
   // a prefetch still running finishes before what it reads (log_, options_) goes.
   batch_helpers helpers_;
