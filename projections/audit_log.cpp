@@ -70,6 +70,9 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition) {
   if (const auto* rej = std::get_if<events::command_rejected>(&e.body)) {
     r.action = events::to_string(rej->command);
     r.outcome = events::to_string(rej->code);
+  } else if (std::holds_alternative<events::unknown>(e.body)) {
+    r.action = "unknown";
+    r.outcome = "unknown"; // accepted or rejected: only a newer version can tell
   } else {
     r.action = std::string(events::type_name(e.body));
     r.outcome = "accepted";

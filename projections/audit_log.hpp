@@ -4,8 +4,11 @@
 // One row per event: accepted operations as their event's type ("created", "exec_started",
 // …) with outcome "accepted"; rejected commands (`command_rejected`) as the command's kind
 // ("exec", "pause_sandbox", …) with the error code as the outcome and its message as the
-// detail. verify_audit_log() recomputes every chain (audit_chain.hpp) from the stored rows
-// and reports each problem (audit_verifier.hpp) by tenant, partition, position and event id.
+// detail. A payload of a newer version (`unknown`) is recorded by its envelope (who, when,
+// which sandbox), with action and outcome "unknown" and its payload ordinal as the detail:
+// the log holds an event, so the audit log has its row. verify_audit_log() recomputes every
+// chain (audit_chain.hpp) from the stored rows and reports each problem (audit_verifier.hpp)
+// by tenant, partition, position and event id.
 #pragma once
 
 #include "events/event.hpp"

@@ -469,6 +469,77 @@ BOOST_FIXTURE_TEST_CASE(rebuild_compares_in_one_snapshot_while_a_projector_appli
   live.stop();
 }
 
+// A payload of a newer version (`unknown`) changes no sandbox state and no meter, keeps its
+// place in its sandbox's sequence (the event after it is no gap, a second delivery is a
+// duplicate) and is recorded in the audit chain by its envelope; the same whatever the batch
+// boundaries, and the same in a rebuild.
+BOOST_FIXTURE_TEST_CASE(a_payload_of_a_newer_version_is_skipped_alike_by_every_read_model,
+                        fixture) {
+  sandbox_events a("sb-a", "acme", t0_ns);
+  a.created(1024).started().after(20min).add(events::unknown{40}, "system");
+  a.after(10min).add(events::unknown{41});
+  sandbox_events b("sb-b", "acme", t0_ns); // its history starts with a newer kind
+  b.add(events::unknown{42}).started();
+  test::append_all(*log, a.events());
+  test::append_all(*log, b.events());
+  project();
+  auto row =
+    query("SELECT state, last_seq, updated_at = to_timestamp(" +
+          std::to_string((t0_ms + 30 * minute_ms) / 1000) + ") FROM sandboxes WHERE id = 'sb-a'");
+  BOOST_TEST_REQUIRE(row.size() == 1u);
+  BOOST_TEST(row[0][0].as<std::string>() == "running"); // as `started` left it
+  BOOST_TEST(as_i64(row[0][1]) == 4);
+  BOOST_TEST(row[0][2].as<bool>()); // every event moves updated_at
+  BOOST_TEST(as_i64(query("SELECT count(*) FROM sandboxes WHERE id = 'sb-b'")[0][0]) == 0);
+  BOOST_TEST(as_i64(query("SELECT last_seq FROM projection_sandbox_seq"
+                          " WHERE sandbox_id = 'sb-b'")[0][0]) == 2);
+  auto meter = query("SELECT compute_open_seq, compute_open_ms FROM billing_meter_state"
+                     " WHERE sandbox_id = 'sb-a'");
+  BOOST_TEST(as_i64(meter[0][0]) == 2); // still the interval `started` opened
+  BOOST_TEST(as_i64(meter[0][1]) == t0_ms);
+
+  // The rest of sb-a: its sequence goes on after the unknown ones; the compute interval
+  // closes at pause_requested, 1 h after `started`.
+  a.after(30min).pause(events::pause_mode::filesystem, 2 * gib);
+  a.after(1h).add(events::unknown{40}, "system").after(1h).remove();
+  test::append_all(*log, {a.events().begin() + 4, a.events().end()});
+  test::append_all(*log, {a.events()[2]}); // an unknown one delivered again
+  projector p(*log, conninfo, options());
+  p.catch_up();
+  BOOST_TEST(p.status().applied == a.events().size() - 4);
+  BOOST_TEST(p.status().duplicates == 1u);
+  BOOST_TEST(query("SELECT state FROM sandboxes WHERE id = 'sb-a'")[0][0].as<std::string>() ==
+             "deleted");
+  auto usage = query("SELECT sum(compute_byte_ms), sum(storage_byte_ms) FROM billing_hourly"
+                     " WHERE sandbox_id = 'sb-a'");
+  BOOST_TEST(as_i64(usage[0][0]) == 1 * gib * ms_per_hour);     // 1 GiB × 1 h
+  BOOST_TEST(as_i64(usage[0][1]) == 2 * gib * 2 * ms_per_hour); // 2 GiB paused → deleted
+
+  auto audit = query("SELECT event_id, action, outcome, detail, principal FROM audit_log"
+                     " WHERE action = 'unknown' ORDER BY event_id");
+  BOOST_TEST_REQUIRE(audit.size() == 4u);
+  BOOST_TEST(audit[0][0].as<std::string>() == "sb-a:3");
+  BOOST_TEST(audit[0][2].as<std::string>() == "unknown");
+  BOOST_TEST(audit[0][3].as<std::string>() == "payload ordinal 40");
+  BOOST_TEST(audit[0][4].as<std::string>() == "system");
+  BOOST_TEST(audit[3][0].as<std::string>() == "sb-b:1");
+  BOOST_TEST(audit[3][3].as<std::string>() == "payload ordinal 42");
+  {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_TEST(verify_audit_log(tx).empty());
+  }
+
+  // One event per batch into another schema, and a rebuild: the same rows.
+  auto one_by_one = options();
+  one_by_one.schema = schema + "_one";
+  one_by_one.max_batch = 1;
+  projector q(*log, conninfo, one_by_one);
+  q.catch_up();
+  BOOST_TEST(compare_schemas(conninfo, schema, one_by_one.schema).differences.empty());
+  BOOST_TEST(rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild").differences.empty());
+}
+
 BOOST_FIXTURE_TEST_CASE(projector_reports_lag_per_partition, fixture) {
   auto evs = test::mixed_stream(8, 2, t0_ns);
   test::append_all(*log, evs);
