@@ -9,6 +9,7 @@
 #include "projections/projector.hpp"
 #include "tests/projections/lifecycle_stream.hpp"
 #include "tests/projections/log_under_test.hpp"
+#include "tests/projections/postgres_installed.hpp"
 #include "tests/support/pg_server.hpp"
 
 #include <pqxx/pqxx>
@@ -95,6 +96,8 @@ std::vector<events::event> every_kind() {
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::postgres_installed))
 
 BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixture) {
   const auto stream = every_kind();
@@ -188,3 +191,5 @@ BOOST_FIXTURE_TEST_CASE(each_line_is_rounded_on_its_own, fixture) {
   }
   BOOST_TEST(b.total_micro_usd == 2);
 }
+
+BOOST_AUTO_TEST_SUITE_END()

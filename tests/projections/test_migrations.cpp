@@ -6,6 +6,7 @@
 #include "projections/audit_chain.hpp"
 #include "projections/audit_log.hpp"
 #include "projections/migrations.hpp"
+#include "tests/projections/postgres_installed.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -36,6 +37,8 @@ std::string error_of(pqxx::connection& c, const std::string& schema, const std::
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::postgres_installed))
 
 BOOST_AUTO_TEST_CASE(repository_migrations_apply_once_and_create_the_read_models) {
   pqxx::connection c(pg_server::shared().conninfo());
@@ -185,6 +188,8 @@ BOOST_AUTO_TEST_CASE(failing_migration_keeps_nothing_of_itself) {
   BOOST_TEST(w.exec1("SELECT count(*) FROM broken.schema_migrations")[0].as<int>() == 1);
   BOOST_TEST(w.exec1("SELECT to_regclass('broken.u') IS NULL")[0].as<bool>());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_CASE(badly_named_file_is_rejected) {
   temp_dir dir("migrations");

@@ -22,6 +22,7 @@
 #include "projections/projector.hpp"
 #include "projections/rebuild.hpp"
 #include "tests/projections/lifecycle_stream.hpp"
+#include "tests/projections/postgres_installed.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_seed.hpp"
@@ -67,8 +68,8 @@ pid_t spawn_child(const std::string& mode) {
   ::setenv("SANDBOXD_CRASH_MODE", mode.c_str(), 1);
   pid_t pid = ::fork();
   if (pid == 0) {
-    const char* argv[] = {"/proc/self/exe", "--run_test=projecting_child", "--log_level=nothing",
-                          nullptr};
+    const char* argv[] = {"/proc/self/exe", "--run_test=postgres/projecting_child",
+                          "--log_level=nothing", nullptr};
     ::execv("/proc/self/exe", const_cast<char* const*>(argv));
     ::_exit(127);
   }
@@ -145,6 +146,8 @@ private:
 };
 
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::postgres_installed))
 
 // The projecting process: "run" projects until killed; "finish" catches up and exits 0.
 BOOST_AUTO_TEST_CASE(projecting_child, *utf::disabled()) {
@@ -271,3 +274,5 @@ BOOST_AUTO_TEST_CASE(sigkilled_projector_and_restarted_postgres_equal_a_rebuild)
   tx.exec("SET LOCAL search_path TO live");
   BOOST_TEST(verify_audit_log(tx).empty());
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -11,6 +11,7 @@
 #include "projections/rebuild.hpp"
 #include "tests/projections/lifecycle_stream.hpp"
 #include "tests/projections/log_under_test.hpp"
+#include "tests/projections/postgres_installed.hpp"
 #include "tests/support/pg_server.hpp"
 
 #include <pqxx/pqxx>
@@ -95,6 +96,8 @@ std::int64_t as_i64(const pqxx::field& f) {
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::postgres_installed))
 
 BOOST_FIXTURE_TEST_CASE(lifecycle_stream_produces_expected_rows, fixture) {
   test::append_all(*log, lifecycle());
@@ -612,3 +615,5 @@ BOOST_FIXTURE_TEST_CASE(projectors_taking_turns_read_back_what_the_other_wrote, 
   tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
   BOOST_TEST(verify_audit_log(tx).empty());
 }
+
+BOOST_AUTO_TEST_SUITE_END()
