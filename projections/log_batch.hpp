@@ -11,7 +11,7 @@
 #pragma once
 
 #include "events/event_log.hpp"
-#include "projections/read_models.hpp"
+#include "projections/read_model.hpp"
 
 #include <cstddef>
 #include <cstdint>

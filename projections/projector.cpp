@@ -17,7 +17,8 @@ struct projector::connection_holder {
 };
 
 projector::projector(events::event_log& log, std::string conninfo, projector_options options)
-    : log_(log), conninfo_(std::move(conninfo)), options_(std::move(options)) {}
+    : log_(log), conninfo_(std::move(conninfo)), options_(std::move(options)),
+      models_(options_.name) {}
 
 projector::~projector() {
   stop();
@@ -78,7 +79,9 @@ std::size_t projector::step() {
     for (auto [p, o] : next)
       committed_[p] = o; // committed by whoever held these rows before
   }
-  memory_.check(next); // kept only when the rows are as this projector committed them
+  if (!memory_.trusted_at(next))
+    models_.forget(); // kept only when the rows are as this projector committed them
+  models_.bound();
 
   log_batch fetched;
   bool have = false;
@@ -103,7 +106,7 @@ std::size_t projector::step() {
     after[p] = o;
   prefetch_ = reader_.submit([this, after] { return fetch(after); });
   memory_.distrust(); // until this step commits
-  auto outcome = apply_batch(tx, options_.name, batch, memory_, helpers_);
+  auto outcome = models_.apply(tx, batch);
   pg_array mp, mo;
   for (auto [p, o] : moved) {
     mp.add(p);

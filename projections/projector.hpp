@@ -21,7 +21,7 @@
 // connection, waits (exponential backoff, min_backoff doubling up to max_backoff) and tries
 // again from the offsets PostgreSQL has, so nothing is lost across a reconnect. A record
 // that does not decode, or a gap in a sandbox's sequence numbers (sequence_gap,
-// read_models.hpp), stops progress (retried with backoff, reported in status().last_error;
+// sequence_guard.hpp), stops progress (retried with backoff, reported in status().last_error;
 // the failing batch keeps nothing): billing must never skip an event silently.
 #pragma once
 
@@ -112,7 +112,8 @@ private:
   struct connection_holder; // pqxx::connection, kept out of this header
   std::unique_ptr<connection_holder> conn_;
   std::size_t wait_cursor_ = 0;
-  projection_memory memory_; // of the step thread; see projection_memory.hpp for its trust
+  read_models models_;       // of the step thread, with what they remember
+  projection_memory memory_; // whether that can be trusted (projection_memory.hpp)
 
   mutable std::mutex mutex_; // guards committed_ and status_
   std::map<std::int32_t, std::int64_t> committed_;
@@ -121,9 +122,8 @@ private:
   std::atomic<bool> stopping_{false};
   std::thread thread_;
   std::future<log_batch> prefetch_; // of the step thread
-  // The prefetch's thread and the batches' helpers, started once. Last: destroyed first, so
-  // a prefetch still running finishes before what it reads (log_, options_) goes.
-  batch_helpers helpers_;
+  // The prefetch's thread, started once. Last: destroyed first, so a prefetch still running
+  // finishes before what it reads (log_, options_) goes.
   task_thread reader_;
 };
 

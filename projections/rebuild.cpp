@@ -54,8 +54,7 @@ void replay(pqxx::transaction_base& tx, events::event_log& log, const std::strin
     at[p] = 0;
   }
   const std::size_t max_batch = projector_options{}.max_batch;
-  projection_memory memory; // what this transaction wrote: current for its next batch
-  batch_helpers helpers;
+  read_models models(name); // what they remember is what this transaction wrote
   for (;;) {
     partition_offsets from;
     for (auto [p, o] : at)
@@ -69,7 +68,8 @@ void replay(pqxx::transaction_base& tx, events::event_log& log, const std::strin
       log.wait_for(from.begin()->first, from.begin()->second, std::chrono::milliseconds(20));
       continue;
     }
-    apply_batch(tx, name, batch.events, memory, helpers);
+    models.apply(tx, batch.events);
+    models.bound();
     for (auto [p, o] : batch.moved)
       at[p] = o;
   }
@@ -78,9 +78,7 @@ void replay(pqxx::transaction_base& tx, events::event_log& log, const std::strin
 } // namespace
 
 const std::vector<std::string>& read_model_tables() {
-  static const std::vector<std::string> tables{
-    "sandboxes", "billing_meter_state", "billing_intervals",     "billing_hourly",
-    "audit_log", "audit_chain_heads",   "projection_sandbox_seq"};
+  static const std::vector<std::string> tables = read_models::tables();
   return tables;
 }
 

@@ -589,7 +589,7 @@ BOOST_FIXTURE_TEST_CASE(two_projectors_of_one_projection_apply_each_event_once, 
   BOOST_TEST(report.differences.empty());
 }
 
-// Each projector remembers the guard, meter state and chain heads it wrote (projection_memory)
+// Each projector remembers the guard, meter state and chain heads it wrote (read_model.hpp)
 // and trusts that memory only while the offsets it locks are the ones it committed. Two
 // projectors of one projection taking turns never lock their own offsets again, so each step
 // must read back what the other one wrote; a projector that trusted its stale memory would
