@@ -640,7 +640,9 @@ void on_timer(actor_t* self, timer_kind kind, events::time_point deadline) {
   pump(self);
 }
 
-// Rebuilds the state from the events at `offsets` (contiguous runs are read together).
+// Rebuilds the state from the events at `offsets` (contiguous runs are read together; a
+// read may return fewer records than asked for — kafka_log returns what one fetch brought —
+// so a run is read until it is complete or a read returns nothing).
 void load_history(sandbox_actor_state& st) {
   auto& log = *st.ctx->log;
   std::size_t i = 0;
@@ -648,20 +650,24 @@ void load_history(sandbox_actor_state& st) {
     std::size_t j = i + 1;
     while (j < st.offsets.size() && st.offsets[j] == st.offsets[j - 1] + 1)
       ++j;
-    auto rr = log.read(st.partition, st.offsets[i], j - i);
-    if (!rr.ok() || rr.records.size() != j - i)
-      throw std::runtime_error(
-        "cannot read the history of sandbox " + st.id + " from " + log.describe() +
-        (rr.ok() ? std::string(": records missing") : ": " + rr.failure->message));
-    for (const auto& rec : rr.records) {
-      auto d = events::decode(rec.value);
-      if (!d.ok() || d.get().sandbox_id != st.id)
-        throw std::runtime_error("record at partition " + std::to_string(rec.partition) +
-                                 " offset " + std::to_string(rec.offset) +
-                                 " is not an event of sandbox " + st.id);
-      st.s = evolve(std::move(st.s), d.get());
+    while (i < j) {
+      auto rr = log.read(st.partition, st.offsets[i], j - i);
+      if (!rr.ok() || rr.records.empty())
+        throw std::runtime_error(
+          "cannot read the history of sandbox " + st.id + " from " + log.describe() +
+          " at offset " + std::to_string(st.offsets[i]) +
+          (rr.ok() ? std::string(": records missing") : ": " + rr.failure->message));
+      for (const auto& rec : rr.records) {
+        auto d = events::decode(rec.value);
+        if (rec.offset != st.offsets[i] || !d.ok() || d.get().sandbox_id != st.id)
+          throw std::runtime_error("record at partition " + std::to_string(rec.partition) +
+                                   " offset " + std::to_string(rec.offset) +
+                                   " is not the event of sandbox " + st.id + " expected there");
+        st.s = evolve(std::move(st.s), d.get());
+        if (++i == j)
+          break;
+      }
     }
-    i = j;
   }
 }
 

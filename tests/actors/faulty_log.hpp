@@ -12,12 +12,14 @@
 //   the client gave up (beyond what a fenced Kafka producer allows: the actors must cope).
 // Held late writes still held at destruction are written then.
 // Failed appends complete on the decorator's own thread, never inside append(); a delay
-// applies to every completion. Reads, end offsets and waits go straight to the inner log.
+// applies to every completion. End offsets and waits go straight to the inner log; reads
+// too, perhaps cut short (limit_reads).
 #pragma once
 
 #include "events/event.hpp"
 #include "events/event_log.hpp"
 
+#include <algorithm>
 #include <array>
 #include <atomic>
 #include <chrono>
@@ -82,8 +84,11 @@ public:
   using events::event_log::append;
   std::int32_t partitions() const override { return inner_.partitions(); }
   void append(std::vector<events::log_record> batch, events::append_callback done) override;
+  // Reads return at most this many records (0: no limit), as a Kafka fetch may.
+  void limit_reads(std::size_t n) { read_limit_ = n; }
   events::read_result read(std::int32_t p, std::int64_t from, std::size_t max) override {
-    return inner_.read(p, from, max);
+    const std::size_t limit = read_limit_.load();
+    return inner_.read(p, from, limit > 0 ? std::min(max, limit) : max);
   }
   events::offset_result end_offset(std::int32_t p) override { return inner_.end_offset(p); }
   bool wait_for(std::int32_t p, std::int64_t offset, std::chrono::milliseconds t) override {
@@ -114,6 +119,7 @@ private:
   std::vector<std::function<void()>> held_;
   std::array<std::atomic<std::uint64_t>, k_append_faults> injected_{};
   std::atomic<std::uint64_t> landed_late_{0};
+  std::atomic<std::size_t> read_limit_{0};
   std::function<void(append_fault)> on_injected_;
 
   std::condition_variable cv_;

@@ -397,6 +397,27 @@ BOOST_AUTO_TEST_CASE(idle_paused_sandboxes_are_passivated_and_reactivated_from_t
   BOOST_TEST(w.status(running) == sandbox_status::running);
 }
 
+// A read may return fewer records than asked for (a Kafka fetch brings what it brings).
+BOOST_AUTO_TEST_CASE(a_sandbox_is_reactivated_from_reads_that_return_one_record_each) {
+  world w;
+  w.options.passivate_after = 20ms;
+  auto& plane = w.start();
+  auto id = w.create();
+  for (int i = 0; i < 3; ++i) {
+    BOOST_REQUIRE(plane.call(id, user(cmd::pause{})).ok());
+    BOOST_REQUIRE(plane.call(id, user(cmd::resume{})).ok());
+  }
+  BOOST_REQUIRE(plane.call(id, user(cmd::pause{})).ok());
+  const auto before = plane.get(id, "acme");
+  BOOST_REQUIRE(before.ok());
+  BOOST_REQUIRE(eventually([&] { return plane.stats().dormant == 1; }));
+  w.log->limit_reads(1);
+  auto r = plane.call(id, user(cmd::resume{}));
+  BOOST_TEST_REQUIRE(r.ok(), r.failure->message);
+  BOOST_TEST(r.state.sequence == before.state.sequence + 2);
+  BOOST_TEST((r.state.created_at == before.state.created_at));
+}
+
 BOOST_AUTO_TEST_SUITE_END()
 
 BOOST_AUTO_TEST_SUITE(driver_never_blocks)
