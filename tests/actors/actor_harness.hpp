@@ -152,6 +152,14 @@ inline ev::created spec(std::string client_request_id = {}) {
   return s;
 }
 
+// spec() with an idle timeout and what happens when it passes.
+inline ev::created idle_spec(ev::nanoseconds idle, ev::idle_action on_idle) {
+  auto s = spec();
+  s.timeouts.idle_timeout = idle;
+  s.timeouts.on_idle = on_idle;
+  return s;
+}
+
 inline ac::command user(ac::command_body body, std::string tenant = "acme") {
   ac::command c;
   c.tenant = std::move(tenant);

@@ -222,10 +222,7 @@ BOOST_AUTO_TEST_CASE(a_failed_step_whose_failure_could_not_be_appended_ends_fail
 BOOST_AUTO_TEST_CASE(a_lost_exec_finished_is_recorded_and_the_idle_timer_fires_after_it) {
   world w;
   w.start();
-  auto s = spec();
-  s.timeouts.idle_timeout = 10s;
-  s.timeouts.on_idle = ev::idle_action::pause_sandbox;
-  auto id = w.create(s);
+  auto id = w.create(idle_spec(10s, ev::idle_action::pause_sandbox));
   w.log->fail_next(append_fault::not_stored, holding<ev::exec_finished>());
   cmd::exec x;
   x.exec_id = "x1";
@@ -249,10 +246,7 @@ BOOST_AUTO_TEST_CASE(a_lost_exec_finished_is_recorded_and_the_idle_timer_fires_a
 BOOST_AUTO_TEST_CASE(a_timer_firing_whose_append_failed_is_decided_again) {
   world w;
   w.start();
-  auto s = spec();
-  s.timeouts.idle_timeout = 10s;
-  s.timeouts.on_idle = ev::idle_action::delete_sandbox;
-  auto id = w.create(s);
+  auto id = w.create(idle_spec(10s, ev::idle_action::delete_sandbox));
   w.log->fail_next(append_fault::not_stored, holding<ev::delete_requested>());
   w.clock.advance(11s);
   BOOST_TEST(eventually([&] { return w.status(id) == sandbox_status::deleted; }));

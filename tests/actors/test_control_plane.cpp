@@ -247,10 +247,7 @@ BOOST_AUTO_TEST_SUITE(timers)
 BOOST_AUTO_TEST_CASE(idle_timeout_pauses_a_running_sandbox) {
   world w;
   w.start();
-  auto s = spec();
-  s.timeouts.idle_timeout = 10s;
-  s.timeouts.on_idle = ev::idle_action::pause_sandbox;
-  auto id = w.create(s);
+  auto id = w.create(idle_spec(10s, ev::idle_action::pause_sandbox));
   ev::sandbox_timeouts probe;
   probe.idle_timeout = 9s;
   auto probe_id = w.create(probe_spec(probe));
@@ -270,10 +267,7 @@ BOOST_AUTO_TEST_CASE(idle_timeout_pauses_a_running_sandbox) {
 BOOST_AUTO_TEST_CASE(idle_timeout_deletes_when_the_policy_says_delete) {
   world w;
   w.start();
-  auto s = spec();
-  s.timeouts.idle_timeout = 10s;
-  s.timeouts.on_idle = ev::idle_action::delete_sandbox;
-  auto id = w.create(s);
+  auto id = w.create(idle_spec(10s, ev::idle_action::delete_sandbox));
   w.clock.advance(11s);
   BOOST_TEST(eventually([&] { return w.status(id) == sandbox_status::deleted; }));
   BOOST_TEST(!w.hollow.inspect(id).ok());
