@@ -111,7 +111,7 @@ result<T> read_store::with_connection(const char* what, F&& f) {
   }
 }
 
-result<list_page> read_store::list(const list_query& q) {
+result<list_page> read_store::list(const std::string& tenant, const list_filter& q) {
   std::optional<nlohmann::json> after;
   if (!q.page_token.empty()) {
     after = read_token(q.page_token, 2);
@@ -138,7 +138,7 @@ result<list_page> read_store::list(const list_query& q) {
       "   AND labels @> $4::jsonb"
       "   AND (NOT $5 OR (created_at, id) < (to_timestamp(0) + $6 * interval '1 microsecond', $7))"
       " ORDER BY created_at DESC, id DESC LIMIT $8",
-      q.tenant, q.include_deleted, states.str(), projections::labels_json(q.labels),
+      tenant, q.include_deleted, states.str(), projections::labels_json(q.labels),
       after.has_value(), after_us, after_id, limit + 1);
     list_page page;
     for (const auto& r : rows) {

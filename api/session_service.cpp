@@ -104,8 +104,7 @@ public:
                     "list is served from the read models and this sandboxd has none; get a "
                     "sandbox by id instead");
       auto params = context.getParams();
-      list_query q;
-      q.tenant = who_.tenant;
+      list_filter q;
       for (auto s : params.getFilter().getStates())
         q.states.emplace_back(name_of(s));
       for (auto l : params.getFilter().getLabels())
@@ -114,7 +113,7 @@ public:
       q.page_token = params.getPageToken().cStr();
       q.limit = params.getLimit();
       auto* store = ctx.store;
-      return ctx.on_worker<result<list_page>>([store, q = std::move(q)] { return store->list(q); })
+      return ctx.on_worker<result<list_page>>([store, tenant = who_.tenant, q = std::move(q)] { return store->list(tenant, q); })
         .then([context](std::shared_ptr<result<list_page>> page) mutable {
           auto p = take(std::move(*page));
           auto results = context.getResults();
