@@ -112,7 +112,8 @@ std::string read_text(const std::string& path) {
 // so an event that arrives later is dropped.
 struct stream_state {
   const event_callback* callback = nullptr;
-  kj::Own<kj::PromiseFulfiller<kj::String>> done;
+  kj::Own<kj::PromiseFulfiller<void>> done;
+  std::string reason;
   bool finished = false;
 
   void finish(std::string reason) {
@@ -120,7 +121,8 @@ struct stream_state {
       return;
     finished = true;
     callback = nullptr;
-    done->fulfill(kj::heapString(reason.data(), reason.size()));
+    this->reason = std::move(reason);
+    done->fulfill();
   }
 };
 
@@ -185,13 +187,13 @@ struct client::impl {
   }
 
   // Waits for the stream's end: the callback's stop, the server's end, or a lost connection.
-  std::string run_stream(kj::Promise<kj::String> done, rpc::Handle::Client handle) {
-    auto lost = disconnected.addBranch().then([]() -> kj::String {
+  std::string run_stream(stream_state& s, kj::Promise<void> done, rpc::Handle::Client handle) {
+    auto lost = disconnected.addBranch().then([]() {
       kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "the connection to sandboxd was lost"));
     });
-    auto reason = done.exclusiveJoin(kj::mv(lost)).wait(ws());
+    done.exclusiveJoin(kj::mv(lost)).wait(ws());
     (void)handle; // dropped here: the server ends the stream
-    return std::string(reason.cStr());
+    return s.reason;
   }
 };
 
@@ -356,14 +358,14 @@ result<std::string> client::watch(const std::string& sandbox_id, std::uint64_t f
                                   const event_callback& on_event) {
   auto state = std::make_shared<stream_state>();
   state->callback = &on_event;
-  auto paf = kj::newPromiseAndFulfiller<kj::String>();
+  auto paf = kj::newPromiseAndFulfiller<void>();
   state->done = kj::mv(paf.fulfiller);
   auto r = guarded<std::string>([&] {
     auto req = impl_->open(sandbox_id).watchRequest();
     req.setFromSequence(from_sequence);
     req.setSink(kj::heap<event_sink>(state));
     auto handle = req.send().wait(impl_->ws()).getHandle();
-    return impl_->run_stream(kj::mv(paf.promise), kj::mv(handle));
+    return impl_->run_stream(*state, kj::mv(paf.promise), kj::mv(handle));
   });
   state->callback = nullptr;
   return r;
@@ -454,7 +456,7 @@ result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& fro
                                  const event_callback& on_event) {
   auto state = std::make_shared<stream_state>();
   state->callback = &on_event;
-  auto paf = kj::newPromiseAndFulfiller<kj::String>();
+  auto paf = kj::newPromiseAndFulfiller<void>();
   state->done = kj::mv(paf.fulfiller);
   auto r = guarded<std::string>([&] {
     auto req = impl_->admin_cap().tailRequest();
@@ -468,7 +470,7 @@ result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& fro
     req.setFollow(follow);
     req.setSink(kj::heap<event_sink>(state));
     auto handle = req.send().wait(impl_->ws()).getHandle();
-    return impl_->run_stream(kj::mv(paf.promise), kj::mv(handle));
+    return impl_->run_stream(*state, kj::mv(paf.promise), kj::mv(handle));
   });
   state->callback = nullptr;
   return r;
