@@ -158,8 +158,24 @@ private:
 
 } // namespace
 
-struct client::impl {
+// The thread's kj event loop, shared by every client of the thread (kj allows one loop per
+// thread); it goes when the thread's last client does.
+struct thread_io {
   kj::AsyncIoContext io = kj::setupAsyncIo();
+  static std::shared_ptr<thread_io> get() {
+    thread_local std::weak_ptr<thread_io> current;
+    auto io = current.lock();
+    if (!io) {
+      io = std::make_shared<thread_io>();
+      current = io;
+    }
+    return io;
+  }
+};
+
+struct client::impl {
+  std::shared_ptr<thread_io> loop = thread_io::get(); // first: outlives the rest
+  kj::AsyncIoContext& io = loop->io;
   kj::Own<kj::TlsContext> tls;
   kj::Own<kj::AsyncIoStream> stream;
   kj::Own<capnp::TwoPartyVatNetwork> network;

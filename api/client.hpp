@@ -10,9 +10,10 @@
 //
 // Every call returns result<T>: the value, or the daemon's error code and message (parsed
 // from the Cap'n Proto exception, rpc_error.hpp). A lost connection is `unavailable`.
-// A client owns its kj event loop: use it from the thread that connected it, one call at a
-// time (calls block until answered; a watch or tail runs its callback on that thread).
-// At most one client per thread (kj allows one event loop per thread).
+// A client runs on its thread's kj event loop (made with the thread's first client, shared by
+// the thread's clients, gone with the last): use it from the thread that connected it, one
+// call at a time (calls block until answered; a watch or tail runs its callback on that
+// thread). A thread with a kj event loop of its own cannot also hold a client.
 #pragma once
 
 #include "api/authenticator.hpp"
@@ -32,6 +33,10 @@
 namespace sandboxd::api {
 
 struct client_options {
+  client_options() = default;
+  client_options(std::string address_, std::string token_)
+    : address(std::move(address_)), token(std::move(token_)) {}
+
   std::string address; // "unix:PATH" or "tcp:HOST:PORT"
   std::string token;
   // TLS, used for TCP addresses that are not loopback (or always, with `tls`): the PEM file

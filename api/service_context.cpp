@@ -45,8 +45,14 @@ kj::Promise<actors::command_reply> service_context::submit(std::string sandbox_i
 kj::Promise<actors::command_reply> service_context::query(std::string sandbox_id,
                                                           std::string tenant) {
   auto [promise, done] = bridge->expect<actors::command_reply>();
-  plane->query(std::move(sandbox_id), std::move(tenant), std::move(done));
-  return kj::mv(promise);
+  plane->query(sandbox_id, std::move(tenant), std::move(done));
+  return promise.then([id = std::move(sandbox_id)](actors::command_reply r) {
+    // A deleted sandbox is gone to its tenant: the answer a missing id gets, word for word.
+    if (r.ok() && r.state.status == actors::sandbox_status::deleted)
+      r.failure =
+        events::make_error(events::errc::not_found, "sandbox " + id + " does not exist; check the sandbox id");
+    return r;
+  });
 }
 
 call_slot::call_slot(service_context& ctx, std::shared_ptr<connection_state> conn)
