@@ -49,8 +49,10 @@ public:
 
   kj::Promise<void> delete_(DeleteContext) override {
     return sandbox_call(*ctx_, conn_, [this]() {
-      return ctx_->submit(id_, command_of(actors::cmd::remove{}), actors::reply_when::settled)
-        .then([](actors::command_reply r) { check(r); });
+      return existing().then([ctx = ctx_, self = this](actors::command_reply) {
+        return ctx->submit(self->id_, self->command_of(actors::cmd::remove{}),
+                           actors::reply_when::settled);
+      }).then([](actors::command_reply r) { check(r); });
     });
   }
 
@@ -97,11 +99,23 @@ private:
     return c;
   }
 
+  // The sandbox's state; NOT_FOUND once it is deleted (a command would be CONFLICT there).
+  kj::Promise<actors::command_reply> existing() {
+    return ctx_->query(id_, who_.tenant).then([](actors::command_reply r) {
+      check(r);
+      return r;
+    });
+  }
+
   // A lifecycle command, answered with the sandbox's info once it settled.
   template <class Context>
   kj::Promise<void> command(Context context, actors::command_body body) {
     return sandbox_call(*ctx_, conn_, [this, context, body = std::move(body)]() mutable {
-      return ctx_->submit(id_, command_of(std::move(body)), actors::reply_when::settled)
+      return existing()
+        .then([ctx = ctx_, self = this, body = std::move(body)](actors::command_reply) mutable {
+          return ctx->submit(self->id_, self->command_of(std::move(body)),
+                             actors::reply_when::settled);
+        })
         .then([context](actors::command_reply r) mutable {
           check(r);
           fill(context.getResults().initInfo(), r.state);

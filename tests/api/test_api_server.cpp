@@ -261,6 +261,30 @@ BOOST_AUTO_TEST_CASE(another_tenants_sandbox_is_not_found_by_every_method) {
   }).join();
 }
 
+BOOST_AUTO_TEST_CASE(a_deleted_sandboxs_capability_answers_not_found_to_every_method) {
+  // Each Sandbox method checks on its own that the sandbox is still there (a capability of
+  // another tenant's sandbox cannot be had at all: open refuses it, above).
+  api_world w(without_read_models());
+  raw_session a(w.address, k_token_a);
+  auto create = a.session.createRequest();
+  create.initRequest();
+  auto made = create.send().wait(a.ws());
+  const std::string id = made.getInfo().getId().cStr();
+  auto sb = made.getSandbox();
+  sb.deleteRequest().send().wait(a.ws());
+  auto gone = call_every_method(sb, a.ws());
+  auto r = a.session.openRequest();
+  r.setSandboxId("sb-000000000000");
+  auto absent = call_every_method(r.send().getSandbox(), a.ws());
+  BOOST_REQUIRE_EQUAL(gone.size(), absent.size());
+  for (std::size_t i = 0; i < gone.size(); ++i)
+    BOOST_TEST_CONTEXT("Sandbox." << gone[i].first) {
+      BOOST_TEST(api::to_string(gone[i].second.code) == "not_found");
+      BOOST_TEST(replace_all(why(gone[i].second), id, "ID") ==
+                 replace_all(why(absent[i].second), "sb-000000000000", "ID"));
+    }
+}
+
 BOOST_AUTO_TEST_CASE(calls_not_served_by_this_build_say_so) {
   api_world w(without_read_models());
   std::string id;
