@@ -1,6 +1,7 @@
 #include "api/client.hpp"
 
 #include "api/address.hpp"
+#include "api/buffered_stream.hpp"
 #include "api/convert.hpp"
 #include "api/rpc_error.hpp"
 #include "schemas/api.capnp.h"
@@ -238,6 +239,7 @@ result<client> client::connect(const client_options& options) {
       const auto name = options.tls_server_name.empty() ? where->host : options.tls_server_name;
       m->stream = m->tls->wrapClient(kj::mv(m->stream), name).wait(m->ws());
     }
+    m->stream = kj::heap<buffered_stream>(kj::mv(m->stream));
     capnp::ReaderOptions ro;
     ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
     m->network = kj::heap<capnp::TwoPartyVatNetwork>(*m->stream,

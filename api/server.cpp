@@ -2,6 +2,7 @@
 #include "api/server.hpp"
 
 #include "api/address.hpp"
+#include "api/buffered_stream.hpp"
 #include "api/service_context.hpp"
 
 #include <capnp/rpc-twoparty.h>
@@ -117,7 +118,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
         ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
         auto st = std::make_shared<connection_state>();
         st->id = ++next_connection;
-        auto c = kj::heap<connection>(*ctx, ctx, st, kj::mv(s), ro);
+        auto c = kj::heap<connection>(*ctx, ctx, st, kj::heap<buffered_stream>(kj::mv(s)), ro);
         auto* raw = c.get();
         connections.insert(raw);
         tasks.add(c->network.onDisconnect().attach(kj::mv(c), kj::defer([this, raw] {
