@@ -604,4 +604,57 @@ BOOST_AUTO_TEST_CASE(tail_reads_the_whole_log_and_stops_when_asked) {
   BOOST_TEST(taken == 3u);
 }
 
+BOOST_AUTO_TEST_CASE(tcp_on_loopback_and_tls) {
+  // A self-signed certificate for localhost, made with the openssl command.
+  temp_dir certs("api-tls");
+  const auto cert = certs / "cert.pem", key = certs / "key.pem";
+  const auto cmd = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost"
+                   " -addext subjectAltName=DNS:localhost,IP:127.0.0.1 -keyout " +
+                   key + " -out " + cert + " >/dev/null 2>&1";
+  BOOST_REQUIRE_MESSAGE(std::system(cmd.c_str()) == 0, "openssl could not make a certificate");
+  api_world w(without_read_models([&](api::server_options& o) {
+    o.listen.push_back("tcp:127.0.0.1:0");
+    o.tls_on_loopback = true; // TLS as on a remote address
+    o.tls_certificate_file = cert;
+    o.tls_key_file = key;
+  }));
+  const auto bound = w.server->addresses();
+  BOOST_REQUIRE_EQUAL(bound.size(), 2u);
+  BOOST_TEST(bound[1].rfind("tcp:127.0.0.1:", 0) == 0);
+  BOOST_TEST(bound[1] != "tcp:127.0.0.1:0"); // the port chosen is reported
+  api::client_options plain(bound[1], k_token_a);
+  auto refused = api::client::connect(plain);
+  BOOST_REQUIRE(!refused.ok());
+  BOOST_TEST(api::to_string(refused.code()) == "unavailable");
+  api::client_options tls(bound[1], k_token_a);
+  tls.tls_server_name = "localhost";
+  tls.tls = true;
+  tls.tls_trusted_file = cert;
+  auto c = api::client::connect(tls);
+  BOOST_REQUIRE_MESSAGE(c.ok(), (c ? "" : why(c.err())));
+  BOOST_TEST(c->who().tenant == "a");
+  BOOST_TEST(must(c->create({})).state == "running");
+  // A client that trusts another certificate refuses the server.
+  temp_dir other("api-tls-other");
+  const auto cmd2 = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost"
+                    " -keyout " + other / "k.pem" + " -out " + other / "c.pem" + " >/dev/null 2>&1";
+  BOOST_REQUIRE(std::system(cmd2.c_str()) == 0);
+  api::client_options wrong(bound[1], k_token_a);
+  wrong.tls_server_name = "localhost";
+  wrong.tls = true;
+  wrong.tls_trusted_file = other / "c.pem";
+  BOOST_TEST(!api::client::connect(wrong).ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_non_loopback_tcp_address_needs_tls_material) {
+  try {
+    api_world w(without_read_models([](api::server_options& o) {
+      o.listen.push_back("tcp:0.0.0.0:0");
+    }));
+    BOOST_FAIL("the server listened on a non-loopback address without TLS");
+  } catch (const std::invalid_argument& e) {
+    BOOST_TEST(std::string(e.what()).find("needs TLS") != std::string::npos);
+  }
+}
+
 BOOST_AUTO_TEST_SUITE_END()
