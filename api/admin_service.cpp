@@ -7,9 +7,8 @@ namespace {
 
 class admin final : public rpc::Admin::Server {
 public:
-  admin(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn,
-        identity who)
-    : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
+  admin(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn, identity who)
+      : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
 
   kj::Promise<void> bill(BillContext context) override {
     return plain_call(*ctx_, conn_, [this, context]() mutable {
@@ -19,9 +18,9 @@ public:
                       : p.getBy() == rpc::BillGrouping::DAY ? bill_grouping::day
                                                             : bill_grouping::sandbox;
       return ctx_
-        ->on_worker<result<bill_report>>(
-          [store, tenant = std::string(p.getTenant().cStr()), from = p.getFromNs(),
-           to = p.getToNs(), by] { return store->bill(tenant, from, to, by); })
+        ->on_worker<result<bill_report>>([store, tenant = std::string(p.getTenant().cStr()),
+                                          from = p.getFromNs(), to = p.getToNs(),
+                                          by] { return store->bill(tenant, from, to, by); })
         .then([context](std::shared_ptr<result<bill_report>> r) mutable {
           auto b = take(std::move(*r));
           auto out = context.getResults().initReport();
@@ -78,7 +77,8 @@ public:
             o.setAction(e.action);
             o.setOutcome(e.outcome);
             o.setDetail(e.detail);
-            o.setHash(kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.hash.data()), e.hash.size()));
+            o.setHash(
+              kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.hash.data()), e.hash.size()));
           }
           results.setNextPageToken(page.next_page_token);
         });
@@ -119,11 +119,11 @@ public:
       for (auto po : p.getFrom()) {
         if (po.getPartition() < 0 || po.getPartition() >= ctx_->log->partitions() ||
             po.getOffset() < 0)
-          throw_error(errc::invalid_argument,
-                      "partition " + std::to_string(po.getPartition()) + " offset " +
-                        std::to_string(po.getOffset()) + " is not in the log (partitions 0.." +
-                        std::to_string(ctx_->log->partitions() - 1) +
-                        ", offsets from 0); fix the start position");
+          throw_error(errc::invalid_argument, "partition " + std::to_string(po.getPartition()) +
+                                                " offset " + std::to_string(po.getOffset()) +
+                                                " is not in the log (partitions 0.." +
+                                                std::to_string(ctx_->log->partitions() - 1) +
+                                                ", offsets from 0); fix the start position");
         from[po.getPartition()] = po.getOffset();
       }
       context.getResults().setHandle(

@@ -6,7 +6,7 @@
 namespace sandboxd::api {
 
 buffered_stream::buffered_stream(kj::Own<kj::AsyncIoStream> inner, std::size_t capacity)
-  : inner_(kj::mv(inner)), buffer_(kj::heapArray<kj::byte>(capacity)) {}
+    : inner_(kj::mv(inner)), buffer_(kj::heapArray<kj::byte>(capacity)) {}
 
 kj::Promise<std::size_t> buffered_stream::tryRead(void* buffer, std::size_t min_bytes,
                                                   std::size_t max_bytes) {

@@ -242,8 +242,8 @@ result<client> client::connect(const client_options& options) {
     m->stream = kj::heap<buffered_stream>(kj::mv(m->stream));
     capnp::ReaderOptions ro;
     ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
-    m->network = kj::heap<capnp::TwoPartyVatNetwork>(*m->stream,
-                                                     capnp::rpc::twoparty::Side::CLIENT, ro);
+    m->network =
+      kj::heap<capnp::TwoPartyVatNetwork>(*m->stream, capnp::rpc::twoparty::Side::CLIENT, ro);
     m->rpc = kj::heap(capnp::makeRpcClient(*m->network));
     m->disconnected = m->network->onDisconnect().fork();
     capnp::word scratch[4]{};
@@ -329,7 +329,7 @@ result<list_page> client::list(const list_filter& f) {
       const bool held = s.getState() == rpc::SandboxState::PAUSING ||
                         s.getState() == rpc::SandboxState::PAUSED ||
                         s.getState() == rpc::SandboxState::RESUMING;
-      x.pause_mode = !held ? ""
+      x.pause_mode = !held                                           ? ""
                      : s.getPauseMode() == schema::PauseMode::MEMORY ? "memory"
                                                                      : "filesystem";
       x.writable_bytes = s.getWritableBytes();
@@ -359,8 +359,7 @@ result<sandbox_info> client::resume(const std::string& sandbox_id) {
 }
 
 result<void> client::remove(const std::string& sandbox_id) {
-  return guarded<void>(
-    [&] { impl_->open(sandbox_id).deleteRequest().send().wait(impl_->ws()); });
+  return guarded<void>([&] { impl_->open(sandbox_id).deleteRequest().send().wait(impl_->ws()); });
 }
 
 result<sandbox_info> client::set_timeouts(const std::string& sandbox_id,

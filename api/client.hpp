@@ -35,7 +35,7 @@ namespace sandboxd::api {
 struct client_options {
   client_options() = default;
   client_options(std::string address_, std::string token_)
-    : address(std::move(address_)), token(std::move(token_)) {}
+      : address(std::move(address_)), token(std::move(token_)) {}
 
   std::string address; // "unix:PATH" or "tcp:HOST:PORT"
   std::string token;
@@ -79,8 +79,8 @@ struct timeout_change {
 };
 
 struct create_options {
-  std::string template_name; // "": the node's default
-  std::string runtime;       // "": the node's default
+  std::string template_name;     // "": the node's default
+  std::string runtime;           // "": the node's default
   events::sandbox_limits limits; // zero fields: the node's defaults
   std::vector<events::label> labels;
   timeout_change timeouts;

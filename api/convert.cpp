@@ -17,8 +17,8 @@ events::sandbox_limits limits_of(schema::Limits::Reader l, const events::sandbox
 }
 
 std::optional<events::runtime_kind> runtime_named(std::string_view name) {
-  for (auto k : {events::runtime_kind::runsc, events::runtime_kind::crun,
-                 events::runtime_kind::hollow})
+  for (auto k :
+       {events::runtime_kind::runsc, events::runtime_kind::crun, events::runtime_kind::hollow})
     if (events::to_string(k) == name)
       return k;
   return std::nullopt;
@@ -78,9 +78,9 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
       std::string have;
       for (auto h : d.runtimes)
         have += (have.empty() ? "" : ", ") + events::to_string(h);
-      return make_error(errc::invalid_argument, "runtime '" + std::string(r.getRuntime().cStr()) +
-                                                  "' is not one this node has; use one of: " +
-                                                  have);
+      return make_error(errc::invalid_argument,
+                        "runtime '" + std::string(r.getRuntime().cStr()) +
+                          "' is not one this node has; use one of: " + have);
     }
     c.runtime = *k;
   }

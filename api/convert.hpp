@@ -36,5 +36,4 @@ std::string_view name_of(rpc::SandboxState s);
 
 void fill(rpc::SandboxInfo::Builder out, const actors::sandbox_state& s);
 
-
 } // namespace sandboxd::api

@@ -29,8 +29,8 @@ public:
   event_stream(std::shared_ptr<service_context> ctx, rpc::EventSink::Client sink,
                std::map<std::int32_t, std::int64_t> cursors, bool follow,
                std::optional<watch_target> watch)
-    : ctx_(std::move(ctx)), sink_(kj::mv(sink)), cursors_(std::move(cursors)), follow_(follow),
-      watch_(std::move(watch)) {}
+      : ctx_(std::move(ctx)), sink_(kj::mv(sink)), cursors_(std::move(cursors)), follow_(follow),
+        watch_(std::move(watch)) {}
 
   kj::Promise<void> run() {
     if (follow_)
@@ -57,9 +57,7 @@ public:
 private:
   using batch_ptr = std::shared_ptr<events::read_result>;
 
-  bool done_with(std::int32_t p) const {
-    return !follow_ && cursors_.at(p) >= ends_.at(p);
-  }
+  bool done_with(std::int32_t p) const { return !follow_ && cursors_.at(p) >= ends_.at(p); }
 
   kj::Promise<void> end(std::string reason) {
     auto req = sink_.endRequest();
@@ -163,7 +161,7 @@ class stream_handle final : public rpc::Handle::Server {
 public:
   stream_handle(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn,
                 kj::Own<event_stream> stream)
-    : ctx_(std::move(ctx)), conn_(std::move(conn)), stream_(kj::mv(stream)) {
+      : ctx_(std::move(ctx)), conn_(std::move(conn)), stream_(kj::mv(stream)) {
     ++conn_->streams;
     ++ctx_->streams;
     // A failure (the client went away, the sink threw) ends the stream quietly.
@@ -197,8 +195,9 @@ rpc::Handle::Client start_watch(std::shared_ptr<service_context> ctx,
   check_stream_room(*ctx, *conn);
   const auto p = ctx->log->partition_for(sandbox_id);
   const auto start = ctx->follower->first_offset(sandbox_id).value_or(ctx->follower->position(p));
-  auto stream = kj::heap<event_stream>(ctx, kj::mv(sink), std::map<std::int32_t, std::int64_t>{{p, start}},
-                                       true, watch_target{std::move(sandbox_id), from_sequence});
+  auto stream =
+    kj::heap<event_stream>(ctx, kj::mv(sink), std::map<std::int32_t, std::int64_t>{{p, start}},
+                           true, watch_target{std::move(sandbox_id), from_sequence});
   return kj::heap<stream_handle>(ctx, std::move(conn), kj::mv(stream));
 }
 

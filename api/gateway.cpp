@@ -9,7 +9,7 @@ constexpr std::uint32_t k_api_level = 1;
 class gateway final : public rpc::Gateway::Server {
 public:
   gateway(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn)
-    : ctx_(std::move(ctx)), conn_(std::move(conn)) {}
+      : ctx_(std::move(ctx)), conn_(std::move(conn)) {}
 
   kj::Promise<void> authenticate(AuthenticateContext context) override {
     auto& ctx = *ctx_;

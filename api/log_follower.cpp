@@ -12,8 +12,8 @@ constexpr std::size_t k_batch = 2048;
 log_follower::log_follower(events::event_log& log, tenant_ledger& ledger,
                            std::function<void(std::int32_t, std::int64_t)> advanced,
                            std::chrono::milliseconds idle_wait)
-  : log_(log), ledger_(ledger), advanced_(std::move(advanced)), idle_wait_(idle_wait),
-    next_(static_cast<std::size_t>(log.partitions())) {}
+    : log_(log), ledger_(ledger), advanced_(std::move(advanced)), idle_wait_(idle_wait),
+      next_(static_cast<std::size_t>(log.partitions())) {}
 
 log_follower::~log_follower() {
   stop();
@@ -27,8 +27,8 @@ std::size_t log_follower::read_some(std::int32_t partition) {
   for (const auto& rec : r.records) {
     auto d = events::decode(rec.value);
     if (!d.ok()) {
-      std::cerr << "sandboxd: rpc: skipping the record at partition " << rec.partition
-                << " offset " << rec.offset << " for quotas: " << d.failure().message << "\n";
+      std::cerr << "sandboxd: rpc: skipping the record at partition " << rec.partition << " offset "
+                << rec.offset << " for quotas: " << d.failure().message << "\n";
       continue;
     }
     const auto& e = d.get();

@@ -24,12 +24,12 @@ loop_bridge::shared_state::~shared_state() {
 }
 
 loop_bridge::loop_bridge(kj::UnixEventPort& port)
-  : shared_([] {
-      auto s = std::make_shared<shared_state>();
-      s->fd = make_eventfd();
-      return s;
-    }()),
-    observer_(port, shared_->fd, kj::UnixEventPort::FdObserver::OBSERVE_READ) {
+    : shared_([] {
+        auto s = std::make_shared<shared_state>();
+        s->fd = make_eventfd();
+        return s;
+      }()),
+      observer_(port, shared_->fd, kj::UnixEventPort::FdObserver::OBSERVE_READ) {
   task_ = drain_forever().eagerlyEvaluate([](kj::Exception&& e) {
     kj::throwFatalException(kj::mv(e)); // a failed read of our own eventfd: a fault
   });

@@ -79,7 +79,7 @@ struct read_store::pool {
 };
 
 read_store::read_store(std::string conninfo, std::string schema)
-  : conninfo_(std::move(conninfo)), schema_(std::move(schema)), pool_(std::make_unique<pool>()) {}
+    : conninfo_(std::move(conninfo)), schema_(std::move(schema)), pool_(std::make_unique<pool>()) {}
 
 read_store::~read_store() = default;
 
@@ -106,8 +106,8 @@ result<T> read_store::with_connection(const char* what, F&& f) {
                                            what + " (" + e.what() + "); retry later");
   } catch (const pqxx::failure& e) {
     // The connection may be in any state after a failed statement: it is not reused.
-    return make_error(errc::unavailable, std::string("the read models' PostgreSQL failed ") +
-                                           what + " (" + e.what() + "); retry later");
+    return make_error(errc::unavailable, std::string("the read models' PostgreSQL failed ") + what +
+                                           " (" + e.what() + "); retry later");
   }
 }
 
@@ -278,22 +278,23 @@ result<audit_page> read_store::audit(const audit_query& q) {
 }
 
 result<audit_check> read_store::verify(const std::string& tenant) {
-  return with_connection<audit_check>("audit verification", [&](pqxx::connection& c) -> result<audit_check> {
-    pqxx::read_transaction tx(c);
-    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
-    audit_check check;
-    check.checked_rows =
-      tx.exec_params("SELECT count(*) FROM audit_log WHERE $1 = '' OR tenant = $1", tenant)[0][0]
-        .as<std::uint64_t>();
-    for (auto& f : projections::verify_audit_log(tx)) {
-      if (!tenant.empty() && f.tenant != tenant)
-        continue;
-      check.problems.push_back(audit_problem{std::move(f.tenant), f.partition, f.position,
-                                             std::move(f.event_id), std::move(f.problem),
-                                             std::move(f.message)});
-    }
-    return check;
-  });
+  return with_connection<audit_check>(
+    "audit verification", [&](pqxx::connection& c) -> result<audit_check> {
+      pqxx::read_transaction tx(c);
+      tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
+      audit_check check;
+      check.checked_rows =
+        tx.exec_params("SELECT count(*) FROM audit_log WHERE $1 = '' OR tenant = $1", tenant)[0][0]
+          .as<std::uint64_t>();
+      for (auto& f : projections::verify_audit_log(tx)) {
+        if (!tenant.empty() && f.tenant != tenant)
+          continue;
+        check.problems.push_back(audit_problem{std::move(f.tenant), f.partition, f.position,
+                                               std::move(f.event_id), std::move(f.problem),
+                                               std::move(f.message)});
+      }
+      return check;
+    });
 }
 
 } // namespace sandboxd::api

@@ -20,7 +20,6 @@
 
 namespace sandboxd::api {
 
-
 class read_store {
 public:
   // `schema`: where the read models live (the projector's schema).

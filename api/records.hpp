@@ -12,11 +12,11 @@
 namespace sandboxd::api {
 
 struct list_filter {
-  std::vector<std::string> states; // empty: every state but deleted (unless include_deleted)
+  std::vector<std::string> states;   // empty: every state but deleted (unless include_deleted)
   std::vector<events::label> labels; // all must match
   bool include_deleted = false;
-  std::string page_token;          // "" for the first page
-  std::uint32_t limit = 100;       // 0: 100; at most 1000
+  std::string page_token;    // "" for the first page
+  std::uint32_t limit = 100; // 0: 100; at most 1000
 };
 
 struct sandbox_summary {

@@ -7,9 +7,8 @@ namespace sandboxd::api {
 namespace {
 
 constexpr std::array<std::string_view, 10> k_names = {
-  "not_found",          "conflict",        "permission_denied", "invalid_argument",
-  "resource_exhausted", "unavailable",     "not_a_directory",   "is_a_directory",
-  "too_large",          "internal",
+  "not_found",   "conflict",        "permission_denied", "invalid_argument", "resource_exhausted",
+  "unavailable", "not_a_directory", "is_a_directory",    "too_large",        "internal",
 };
 
 } // namespace

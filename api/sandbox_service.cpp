@@ -13,7 +13,7 @@ class sandbox final : public rpc::Sandbox::Server {
 public:
   sandbox(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn,
           identity who, std::string id)
-    : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)), id_(std::move(id)) {}
+      : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)), id_(std::move(id)) {}
 
   kj::Promise<void> info(InfoContext context) override {
     return sandbox_call(*ctx_, conn_, [this, context]() mutable {
@@ -49,10 +49,12 @@ public:
 
   kj::Promise<void> delete_(DeleteContext) override {
     return sandbox_call(*ctx_, conn_, [this]() {
-      return existing().then([ctx = ctx_, self = this](actors::command_reply) {
-        return ctx->submit(self->id_, self->command_of(actors::cmd::remove{}),
-                           actors::reply_when::settled);
-      }).then([](actors::command_reply r) { check(r); });
+      return existing()
+        .then([ctx = ctx_, self = this](actors::command_reply) {
+          return ctx->submit(self->id_, self->command_of(actors::cmd::remove{}),
+                             actors::reply_when::settled);
+        })
+        .then([](actors::command_reply r) { check(r); });
     });
   }
 
@@ -63,8 +65,8 @@ public:
       return ctx_->query(id_, who_.tenant)
         .then([ctx = ctx_, self = this, context](actors::command_reply r) mutable {
           check(r);
-          const auto now = std::chrono::time_point_cast<events::nanoseconds>(
-            std::chrono::system_clock::now());
+          const auto now =
+            std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
           auto t = take(timeouts_of(context.getParams().getTimeouts(), r.state.spec.timeouts,
                                     r.state.created_at, now));
           return ctx->submit(self->id_, self->command_of(actors::cmd::set_timeout{t}),
@@ -146,8 +148,7 @@ private:
 rpc::Sandbox::Client make_sandbox(std::shared_ptr<service_context> ctx,
                                   std::shared_ptr<connection_state> conn, identity who,
                                   std::string sandbox_id) {
-  return kj::heap<sandbox>(std::move(ctx), std::move(conn), std::move(who),
-                           std::move(sandbox_id));
+  return kj::heap<sandbox>(std::move(ctx), std::move(conn), std::move(who), std::move(sandbox_id));
 }
 
 } // namespace sandboxd::api

@@ -65,9 +65,9 @@ struct connection {
   connection(service_context& ctx, std::shared_ptr<service_context> shared,
              std::shared_ptr<connection_state> st, kj::Own<kj::AsyncIoStream> s,
              capnp::ReaderOptions reader_options)
-    : ctx(ctx), state(std::move(st)), stream(kj::mv(s)),
-      network(*stream, capnp::rpc::twoparty::Side::SERVER, reader_options),
-      rpc(capnp::makeRpcServer(network, make_gateway(std::move(shared), state))) {
+      : ctx(ctx), state(std::move(st)), stream(kj::mv(s)),
+        network(*stream, capnp::rpc::twoparty::Side::SERVER, reader_options),
+        rpc(capnp::makeRpcServer(network, make_gateway(std::move(shared), state))) {
     state->network = &network;
   }
   ~connection() {
@@ -103,8 +103,8 @@ struct server::impl : kj::TaskSet::ErrorHandler {
   kj::Own<kj::PromiseFulfiller<void>> stop;
 
   explicit impl(server_options o)
-    : options(std::move(o)), ledger(options.defaults.limits.memory_mib,
-                                    options.defaults.limits.disk_mib) {}
+      : options(std::move(o)),
+        ledger(options.defaults.limits.memory_mib, options.defaults.limits.disk_mib) {}
 
   void taskFailed(kj::Exception&& e) override {
     // A connection that failed (a malformed message, a reset) is already gone.
@@ -121,9 +121,8 @@ struct server::impl : kj::TaskSet::ErrorHandler {
         auto c = kj::heap<connection>(*ctx, ctx, st, kj::heap<buffered_stream>(kj::mv(s)), ro);
         auto* raw = c.get();
         connections.insert(raw);
-        tasks.add(c->network.onDisconnect().attach(kj::mv(c), kj::defer([this, raw] {
-          connections.erase(raw);
-        })));
+        tasks.add(c->network.onDisconnect().attach(
+          kj::mv(c), kj::defer([this, raw] { connections.erase(raw); })));
       } // else: dropped at once; the client sees the connection close
       return accept_loop(listener, tasks);
     });

@@ -51,11 +51,11 @@ class event_log;
 namespace sandboxd::api {
 
 struct server_options {
-  std::vector<std::string> listen;            // "unix:PATH", "tcp:HOST:PORT" (port 0: any)
-  actors::control_plane* plane = nullptr;     // not owned; outlives the server
-  events::event_log* log = nullptr;           // the control plane's log
-  const authenticator* auth = nullptr;        // not owned
-  std::string pg_conninfo;                    // the read models; "": list/bill/audit unavailable
+  std::vector<std::string> listen;        // "unix:PATH", "tcp:HOST:PORT" (port 0: any)
+  actors::control_plane* plane = nullptr; // not owned; outlives the server
+  events::event_log* log = nullptr;       // the control plane's log
+  const authenticator* auth = nullptr;    // not owned
+  std::string pg_conninfo;                // the read models; "": list/bill/audit unavailable
   std::string pg_schema = "public";
   create_defaults defaults;
   tenant_quota quota;                         // every tenant's, unless overridden below

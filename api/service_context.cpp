@@ -3,8 +3,8 @@
 namespace sandboxd::api {
 
 stream_wakeups::stream_wakeups(std::int32_t partitions)
-  : position_(static_cast<std::size_t>(partitions), 0),
-    waiting_(static_cast<std::size_t>(partitions)) {}
+    : position_(static_cast<std::size_t>(partitions), 0),
+      waiting_(static_cast<std::size_t>(partitions)) {}
 
 kj::Promise<void> stream_wakeups::past(std::int32_t partition, std::int64_t offset) {
   const auto p = static_cast<std::size_t>(partition);
@@ -34,9 +34,8 @@ void stream_wakeups::advanced(std::int32_t partition, std::int64_t next_offset) 
     f->fulfill();
 }
 
-kj::Promise<actors::command_reply> service_context::submit(std::string sandbox_id,
-                                                           actors::command c,
-                                                           actors::reply_when when) {
+kj::Promise<actors::command_reply>
+service_context::submit(std::string sandbox_id, actors::command c, actors::reply_when when) {
   auto [promise, done] = bridge->expect<actors::command_reply>();
   plane->submit(std::move(sandbox_id), std::move(c), when, std::move(done));
   return kj::mv(promise);
@@ -49,20 +48,20 @@ kj::Promise<actors::command_reply> service_context::query(std::string sandbox_id
   return promise.then([id = std::move(sandbox_id)](actors::command_reply r) {
     // A deleted sandbox is gone to its tenant: the answer a missing id gets, word for word.
     if (r.ok() && r.state.status == actors::sandbox_status::deleted)
-      r.failure =
-        events::make_error(events::errc::not_found, "sandbox " + id + " does not exist; check the sandbox id");
+      r.failure = events::make_error(events::errc::not_found,
+                                     "sandbox " + id + " does not exist; check the sandbox id");
     return r;
   });
 }
 
 call_slot::call_slot(service_context& ctx, std::shared_ptr<connection_state> conn)
-  : ctx_(&ctx), conn_(std::move(conn)) {
+    : ctx_(&ctx), conn_(std::move(conn)) {
   ++conn_->calls_in_flight;
   ++ctx_->calls_in_flight;
 }
 
 call_slot::call_slot(call_slot&& other) noexcept
-  : ctx_(other.ctx_), conn_(std::move(other.conn_)) {}
+    : ctx_(other.ctx_), conn_(std::move(other.conn_)) {}
 
 call_slot::~call_slot() {
   if (!conn_)

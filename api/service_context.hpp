@@ -28,7 +28,7 @@ struct connection_state {
   std::uint64_t id = 0;
   std::size_t calls_in_flight = 0;
   std::size_t streams = 0;
-  std::set<std::string> tenants; // connection slots held, released at disconnect
+  std::set<std::string> tenants;                // connection slots held, released at disconnect
   capnp::TwoPartyVatNetwork* network = nullptr; // null once disconnected
 };
 
@@ -59,9 +59,9 @@ struct service_context {
   const authenticator* auth = nullptr;
   kj::Timer* timer = nullptr;
   loop_bridge* bridge = nullptr;
-  tenant_ledger* ledger = nullptr;             // thread-safe
-  log_follower* follower = nullptr;            // thread-safe queries
-  read_store* store = nullptr;                 // null without PostgreSQL; used on workers
+  tenant_ledger* ledger = nullptr;  // thread-safe
+  log_follower* follower = nullptr; // thread-safe queries
+  read_store* store = nullptr;      // null without PostgreSQL; used on workers
   actors::blocking_pool* workers = nullptr;
   stream_wakeups* wakeups = nullptr;
   std::unordered_map<std::string, std::size_t> connections_by_tenant;
@@ -87,9 +87,8 @@ struct service_context {
   template <class T, class F>
   kj::Promise<std::shared_ptr<T>> on_worker(F f) {
     auto [promise, done] = bridge->template expect<std::shared_ptr<T>>();
-    workers->post([f = std::move(f), done = std::move(done)]() mutable {
-      done(std::make_shared<T>(f()));
-    });
+    workers->post(
+      [f = std::move(f), done = std::move(done)]() mutable { done(std::make_shared<T>(f())); });
     return kj::mv(promise);
   }
 };

@@ -48,7 +48,7 @@ class session final : public rpc::Session::Server {
 public:
   session(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn,
           identity who)
-    : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
+      : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
 
   kj::Promise<void> create(CreateContext context) override {
     return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
@@ -62,8 +62,7 @@ public:
       c.correlation_id = ctx.correlation_id(*conn_);
       c.body = actors::cmd::create{std::move(spec)};
       return ctx.submit(id, std::move(c), actors::reply_when::settled)
-        .then([ctx = ctx_, conn = conn_, who = who_, context,
-               id](actors::command_reply r) mutable {
+        .then([ctx = ctx_, conn = conn_, who = who_, context, id](actors::command_reply r) mutable {
           // A failed create made no sandbox; a retried one answers another sandbox (the one
           // its client request id made), so this reservation was never needed.
           if (!r.ok() || r.state.sandbox_id != id)
@@ -113,7 +112,9 @@ public:
       q.page_token = params.getPageToken().cStr();
       q.limit = params.getLimit();
       auto* store = ctx.store;
-      return ctx.on_worker<result<list_page>>([store, tenant = who_.tenant, q = std::move(q)] { return store->list(tenant, q); })
+      return ctx
+        .on_worker<result<list_page>>(
+          [store, tenant = who_.tenant, q = std::move(q)] { return store->list(tenant, q); })
         .then([context](std::shared_ptr<result<list_page>> page) mutable {
           auto p = take(std::move(*page));
           auto results = context.getResults();

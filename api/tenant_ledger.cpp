@@ -3,7 +3,7 @@
 namespace sandboxd::api {
 
 tenant_ledger::tenant_ledger(std::uint64_t default_memory_mib, std::uint64_t default_disk_mib)
-  : default_memory_mib_(default_memory_mib), default_disk_mib_(default_disk_mib) {}
+    : default_memory_mib_(default_memory_mib), default_disk_mib_(default_disk_mib) {}
 
 tenant_ledger::holding tenant_ledger::holding_of(const std::string& tenant,
                                                  const events::sandbox_limits& l) const {

@@ -40,7 +40,8 @@ struct tenant_usage {
 class tenant_ledger {
 public:
   // What a zero memory or disk limit counts as (the node's defaults).
-  explicit tenant_ledger(std::uint64_t default_memory_mib = 512, std::uint64_t default_disk_mib = 0);
+  explicit tenant_ledger(std::uint64_t default_memory_mib = 512,
+                         std::uint64_t default_disk_mib = 0);
 
   void apply(const events::event& e);
 

@@ -24,14 +24,14 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
 #include <sstream>
-#include <unistd.h>
-#include <filesystem>
-#include <future>
 #include <string>
 #include <thread>
+#include <unistd.h>
 
 namespace {
 
@@ -75,8 +75,8 @@ private:
 };
 
 // Calls per second of `call` with `in_flight` calls outstanding for `seconds`.
-double closed_loop(kj::WaitScope& ws, const std::function<kj::Promise<void>()>& call,
-                   int in_flight, double seconds) {
+double closed_loop(kj::WaitScope& ws, const std::function<kj::Promise<void>()>& call, int in_flight,
+                   double seconds) {
   std::uint64_t done = 0;
   const auto start = steady::now();
   const auto deadline = start + std::chrono::duration<double>(seconds);
@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
 
   test::temp_dir dir("api-bench");
   events::file_log log(events::file_log_options{dir / "log", 8});
-  runtime::hollow_driver driver(runtime::hollow_options{"/dev/shm/" + dir.path().substr(5) + "-hollow", {}});
+  runtime::hollow_driver driver(
+    runtime::hollow_options{"/dev/shm/" + dir.path().substr(5) + "-hollow", {}});
   actors::control_plane_options po;
   po.log = &log;
   po.driver = &driver;

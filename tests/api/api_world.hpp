@@ -36,8 +36,7 @@ public:
 
 private:
   // 2027-01-15 08:00:00 UTC: a whole hour, so billing periods are easy to name.
-  std::atomic<std::int64_t> ns_{std::int64_t{1'800'000'000 - 1'800'000'000 % 3600} *
-                                1'000'000'000};
+  std::atomic<std::int64_t> ns_{std::int64_t{1'800'000'000 - 1'800'000'000 % 3600} * 1'000'000'000};
 };
 
 struct world_options {

@@ -111,11 +111,10 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_tail_does_not_grow_the_daemon
 
   const auto stats = w.server->stats();
   const auto growth = rss_anon_bytes() - std::min(before, rss_anon_bytes());
-  BOOST_TEST_MESSAGE("events sent to the stuck sink " << stats.stream_events_sent << " of "
-                                                      << k_events << ", received "
-                                                      << stuck.received << ", queued bytes "
-                                                      << stats.outgoing_queue_bytes
-                                                      << ", anonymous RSS growth " << growth);
+  BOOST_TEST_MESSAGE("events sent to the stuck sink "
+                     << stats.stream_events_sent << " of " << k_events << ", received "
+                     << stuck.received << ", queued bytes " << stats.outgoing_queue_bytes
+                     << ", anonymous RSS growth " << growth);
   BOOST_TEST(stats.streams == 1u);
   // One flow-control window (64 KiB-ish, in 4 KiB events) and one read batch at most.
   BOOST_TEST(stats.stream_events_sent < 600u);
@@ -152,18 +151,20 @@ BOOST_AUTO_TEST_CASE(another_tenants_sandbox_takes_as_long_as_a_missing_one) {
   std::vector<double> foreign, missing;
   for (std::size_t i = 0; i < k_samples; ++i) {
     for (int k = 0; k < 2; ++k) {
-      const std::string id = k == 0 ? theirs[i] : "sb-" + std::string(9, '0') + std::to_string(100 + i);
+      const std::string id =
+        k == 0 ? theirs[i] : "sb-" + std::string(9, '0') + std::to_string(100 + i);
       const auto t0 = std::chrono::steady_clock::now();
       auto r = a.get(id);
-      const auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+      const auto ms =
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       BOOST_REQUIRE(!r.ok());
       BOOST_REQUIRE(api::to_string(r.code()) == "not_found");
       (k == 0 ? foreign : missing).push_back(ms);
     }
   }
   const auto f = median_ms(foreign), m = median_ms(missing);
-  BOOST_TEST_MESSAGE("median NOT_FOUND: another tenant's passivated sandbox " << f
-                                                                              << " ms, a missing id " << m << " ms");
+  BOOST_TEST_MESSAGE("median NOT_FOUND: another tenant's passivated sandbox "
+                     << f << " ms, a missing id " << m << " ms");
   BOOST_TEST(f / m < 1.5);
   BOOST_TEST(m / f < 1.5);
 }

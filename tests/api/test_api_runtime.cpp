@@ -86,15 +86,13 @@ void lifecycle(runtime::oci_runtime kind, events::runtime_kind as) {
 
 BOOST_AUTO_TEST_SUITE(api_runtime)
 
-BOOST_AUTO_TEST_CASE(lifecycle_over_rpc_on_crun,
-                     *utf::precondition([](utf::test_unit_id) {
+BOOST_AUTO_TEST_CASE(lifecycle_over_rpc_on_crun, *utf::precondition([](utf::test_unit_id) {
                        return runs(runtime::oci_runtime::crun);
                      })) {
   lifecycle(runtime::oci_runtime::crun, events::runtime_kind::crun);
 }
 
-BOOST_AUTO_TEST_CASE(lifecycle_over_rpc_on_runsc,
-                     *utf::precondition([](utf::test_unit_id) {
+BOOST_AUTO_TEST_CASE(lifecycle_over_rpc_on_runsc, *utf::precondition([](utf::test_unit_id) {
                        return runs(runtime::oci_runtime::runsc);
                      })) {
   lifecycle(runtime::oci_runtime::runsc, events::runtime_kind::runsc);

@@ -41,7 +41,7 @@ struct raw_session {
   rpc::Session::Client session;
 
   raw_session(const std::string& address, const char* token)
-    : ez(address.substr(0, 5) == "unix:" ? address : address), session(nullptr) {
+      : ez(address.substr(0, 5) == "unix:" ? address : address), session(nullptr) {
     auto req = ez.getMain<rpc::Gateway>().authenticateRequest();
     req.setToken(token);
     session = req.send().wait(ez.getWaitScope()).getSession();
@@ -302,9 +302,9 @@ BOOST_AUTO_TEST_CASE(calls_not_served_by_this_build_say_so) {
       unavailable.insert(name);
       BOOST_TEST(e.message.find("not served by this build") != std::string::npos);
     }
-  const std::set<std::string> expected{"exec",    "start", "execs",   "openExec",
+  const std::set<std::string> expected{"exec",     "start",     "execs",   "openExec",
                                        "readFile", "writeFile", "listDir", "stat",
-                                       "makeDir", "remove", "rename"};
+                                       "makeDir",  "remove",    "rename"};
   BOOST_TEST(unavailable == expected);
 }
 
@@ -335,9 +335,9 @@ BOOST_AUTO_TEST_CASE(admin_calls_need_the_admin_scope) {
 
 BOOST_AUTO_TEST_CASE(quotas_answer_resource_exhausted) {
   api_world w(without_read_models([](api::server_options& o) {
-                 o.quotas["a"] = api::tenant_quota{2, 0, 0};
-                 o.quotas["b"] = api::tenant_quota{0, 1024, 100};
-               }));
+    o.quotas["a"] = api::tenant_quota{2, 0, 0};
+    o.quotas["b"] = api::tenant_quota{0, 1024, 100};
+  }));
   auto a = w.connect(k_token_a);
   auto first = must(a.create({}));
   must(a.create({}));
@@ -368,7 +368,9 @@ BOOST_AUTO_TEST_CASE(quotas_answer_resource_exhausted) {
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_creates_never_pass_the_quota) {
-  api_world w(without_read_models([](api::server_options& o) { o.quota = api::tenant_quota{3, 0, 0}; }));
+  api_world w(without_read_models([](api::server_options& o) {
+    o.quota = api::tenant_quota{3, 0, 0};
+  }));
   raw_session a(w.address, k_token_a);
   kj::Vector<kj::Promise<void>> calls;
   int ok = 0, exhausted = 0;
@@ -376,10 +378,10 @@ BOOST_AUTO_TEST_CASE(concurrent_creates_never_pass_the_quota) {
     auto r = a.session.createRequest();
     r.initRequest();
     calls.add(r.send().then([&](auto) { ++ok; },
-                                  [&](kj::Exception&& e) {
-                                    if (api::from_exception(e).code == errc::resource_exhausted)
-                                      ++exhausted;
-                                  }));
+                            [&](kj::Exception&& e) {
+                              if (api::from_exception(e).code == errc::resource_exhausted)
+                                ++exhausted;
+                            }));
   }
   kj::joinPromises(calls.releaseAsArray()).wait(a.ws());
   BOOST_TEST(ok == 3);
@@ -391,9 +393,9 @@ BOOST_AUTO_TEST_CASE(calls_in_flight_per_connection_are_bounded) {
   // NOT_FOUND answers are held for the floor: 20 calls of one connection are in flight at
   // once, and only the first 4 are taken.
   api_world w(without_read_models([](api::server_options& o) {
-                 o.max_calls_in_flight = 4;
-                 o.not_found_floor = 300ms;
-               }));
+    o.max_calls_in_flight = 4;
+    o.not_found_floor = 300ms;
+  }));
   raw_session a(w.address, k_token_a);
   kj::Vector<kj::Promise<void>> calls;
   int not_found = 0, exhausted = 0;
@@ -401,11 +403,11 @@ BOOST_AUTO_TEST_CASE(calls_in_flight_per_connection_are_bounded) {
     auto r = a.session.getRequest();
     r.setSandboxId("sb-00000000000" + std::to_string(i % 10));
     calls.add(r.send().then([](auto) {},
-                                  [&](kj::Exception&& e) {
-                                    auto c = api::from_exception(e).code;
-                                    not_found += c == errc::not_found;
-                                    exhausted += c == errc::resource_exhausted;
-                                  }));
+                            [&](kj::Exception&& e) {
+                              auto c = api::from_exception(e).code;
+                              not_found += c == errc::not_found;
+                              exhausted += c == errc::resource_exhausted;
+                            }));
   }
   kj::joinPromises(calls.releaseAsArray()).wait(a.ws());
   BOOST_TEST(not_found == 4);
@@ -417,7 +419,8 @@ BOOST_AUTO_TEST_CASE(calls_in_flight_per_connection_are_bounded) {
 }
 
 BOOST_AUTO_TEST_CASE(connections_per_tenant_are_bounded) {
-  api_world w(without_read_models([](api::server_options& o) { o.max_connections_per_tenant = 2; }));
+  api_world w(
+    without_read_models([](api::server_options& o) { o.max_connections_per_tenant = 2; }));
   {
     raw_session one(w.address, k_token_a);
     raw_session two(w.address, k_token_admin); // the same tenant
@@ -572,9 +575,9 @@ BOOST_AUTO_TEST_CASE(watch_streams_history_then_live_until_deleted) {
     driver.join();
   BOOST_TEST(driven_ok.load());
   BOOST_TEST(must(std::move(end)) == "deleted");
-  const std::vector<std::string> expected{
-    "started", "pause_requested", "paused", "storage_sampled", "resume_requested",
-    "resumed", "delete_requested", "deleted"};
+  const std::vector<std::string> expected{"started",          "pause_requested",  "paused",
+                                          "storage_sampled",  "resume_requested", "resumed",
+                                          "delete_requested", "deleted"};
   BOOST_TEST(kinds == expected, boost::test_tools::per_element());
   BOOST_TEST(seqs.front() == 2u);
   BOOST_TEST(std::is_sorted(seqs.begin(), seqs.end()));
@@ -637,7 +640,8 @@ BOOST_AUTO_TEST_CASE(tcp_on_loopback_and_tls) {
   // A client that trusts another certificate refuses the server.
   temp_dir other("api-tls-other");
   const auto cmd2 = "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=localhost"
-                    " -keyout " + other / "k.pem" + " -out " + other / "c.pem" + " >/dev/null 2>&1";
+                    " -keyout " +
+                    other / "k.pem" + " -out " + other / "c.pem" + " >/dev/null 2>&1";
   BOOST_REQUIRE(std::system(cmd2.c_str()) == 0);
   api::client_options wrong(bound[1], k_token_a);
   wrong.tls_server_name = "localhost";
@@ -648,9 +652,8 @@ BOOST_AUTO_TEST_CASE(tcp_on_loopback_and_tls) {
 
 BOOST_AUTO_TEST_CASE(a_non_loopback_tcp_address_needs_tls_material) {
   try {
-    api_world w(without_read_models([](api::server_options& o) {
-      o.listen.push_back("tcp:0.0.0.0:0");
-    }));
+    api_world w(
+      without_read_models([](api::server_options& o) { o.listen.push_back("tcp:0.0.0.0:0"); }));
     BOOST_FAIL("the server listened on a non-loopback address without TLS");
   } catch (const std::invalid_argument& e) {
     BOOST_TEST(std::string(e.what()).find("needs TLS") != std::string::npos);

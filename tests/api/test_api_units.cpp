@@ -45,17 +45,16 @@ BOOST_AUTO_TEST_CASE(every_code_round_trips_through_an_rpc_exception) {
     const auto ex = api::to_exception(e);
     BOOST_TEST(std::string(ex.getDescription().cStr()) == api::to_string(code) + ": " + e.message);
     const bool retry = code == errc::resource_exhausted || code == errc::unavailable;
-    BOOST_TEST((ex.getType() == (retry ? kj::Exception::Type::OVERLOADED
-                                       : kj::Exception::Type::FAILED)));
+    BOOST_TEST(
+      (ex.getType() == (retry ? kj::Exception::Type::OVERLOADED : kj::Exception::Type::FAILED)));
     BOOST_TEST((api::from_exception(ex) == e));
   }
 }
 
 BOOST_AUTO_TEST_CASE(codes_keep_the_numbers_and_names_of_the_contract) {
-  const char* names[] = {"not_found",          "conflict",    "permission_denied",
-                         "invalid_argument",   "resource_exhausted", "unavailable",
-                         "not_a_directory",    "is_a_directory",     "too_large",
-                         "internal"};
+  const char* names[] = {
+    "not_found",   "conflict",        "permission_denied", "invalid_argument", "resource_exhausted",
+    "unavailable", "not_a_directory", "is_a_directory",    "too_large",        "internal"};
   for (std::uint16_t n = 1; n <= 10; ++n) {
     BOOST_TEST(api::to_string(static_cast<errc>(n)) == names[n - 1]);
     BOOST_TEST((api::parse_errc(names[n - 1]) == static_cast<errc>(n)));
@@ -100,8 +99,8 @@ BOOST_AUTO_TEST_CASE(addresses_parse_and_know_loopback) {
   auto remote = api::parse_address("tcp:sandboxd.example:443");
   BOOST_REQUIRE(remote.ok());
   BOOST_TEST(!remote->loopback());
-  for (const char* bad : {"", "unix:", "http://x", "tcp:host", "tcp:host:99999", "tcp::80",
-                          "tcp:[::1:80"})
+  for (const char* bad :
+       {"", "unix:", "http://x", "tcp:host", "tcp:host:99999", "tcp::80", "tcp:[::1:80"})
     BOOST_TEST_CONTEXT(bad) {
       auto r = api::parse_address(bad);
       BOOST_TEST(!r.ok());
