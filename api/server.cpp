@@ -67,11 +67,8 @@ struct connection {
              capnp::ReaderOptions reader_options)
       : ctx(ctx), state(std::move(st)), stream(kj::mv(s)),
         network(*stream, capnp::rpc::twoparty::Side::SERVER, reader_options),
-        rpc(capnp::makeRpcServer(network, make_gateway(std::move(shared), state))) {
-    state->network = &network;
-  }
+        rpc(capnp::makeRpcServer(network, make_gateway(std::move(shared), state))) {}
   ~connection() {
-    state->network = nullptr;
     for (const auto& t : state->tenants)
       if (auto it = ctx.connections_by_tenant.find(t);
           it != ctx.connections_by_tenant.end() && --it->second == 0)

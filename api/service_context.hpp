@@ -47,7 +47,13 @@ public:
   }
 
 private:
+  // Drops the fulfillers of streams that went away (so a client that opens and drops
+  // watches on a quiet partition cannot grow the lists), once a list doubled since.
+  static void prune(std::vector<kj::Own<kj::PromiseFulfiller<void>>>& list, std::size_t& at);
+
   std::vector<std::int64_t> position_;
+  std::vector<std::size_t> prune_at_;
+  std::size_t any_prune_at_ = 64;
   std::vector<std::vector<kj::Own<kj::PromiseFulfiller<void>>>> waiting_;
   std::vector<kj::Own<kj::PromiseFulfiller<void>>> any_;
 };
