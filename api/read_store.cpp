@@ -194,7 +194,7 @@ result<bill_report> read_store::bill(const std::string& tenant, std::int64_t fro
       const auto end = std::min(at + step, to_ms);
       auto b = projections::billing_report(tx, tenant, at, end);
       if (!b.value)
-        return from_events(*b.failure);
+        return *b.failure;
       bill_line period;
       period.tenant = tenant;
       period.from_ns = at * 1'000'000;

@@ -126,7 +126,7 @@ kj::Promise<void> plain_call(service_context& ctx, const std::shared_ptr<connect
 // The error of a failed reply, or nothing.
 inline void check(const actors::command_reply& r) {
   if (r.failure)
-    throw_error(from_events(*r.failure));
+    throw_error(*r.failure);
 }
 template <class T>
 T take(result<T>&& r) {
