@@ -145,7 +145,6 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       follower->catch_up();
       for (std::int32_t p = 0; p < options.log->partitions(); ++p)
         wakeups.advanced(p, follower->position(p));
-      follower->start();
 
       ctx = std::make_shared<service_context>();
       ctx->options = options;
@@ -201,6 +200,9 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       for (auto& l : listeners)
         tasks.add(accept_loop(*l, tasks));
 
+      // Started last: from here on it posts into the bridge, which must outlive it (an
+      // exception above unwinds the bridge with no follower thread running).
+      follower->start();
       auto paf = kj::newPromiseAndFulfiller<void>();
       stop = kj::mv(paf.fulfiller);
       started = true;
