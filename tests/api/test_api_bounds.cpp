@@ -123,6 +123,53 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_a_tail_does_not_grow_the_daemon
   (void)handle;
 }
 
+BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_its_socket_does_not_grow_the_daemon) {
+  // The client's thread stops turning its event loop right after the tail starts: it reads
+  // nothing more from the socket and acknowledges nothing.
+  api_world w(without_read_models());
+  std::promise<void> tailing;
+  std::promise<void> release;
+  auto frozen = std::async(std::launch::async, [&] {
+    capnp::EzRpcClient ez(w.address);
+    auto& ws = ez.getWaitScope();
+    auto auth = ez.getMain<rpc::Gateway>().authenticateRequest();
+    auth.setToken(k_token_admin);
+    auto admin = auth.send().getSession().adminRequest().send().getAdmin();
+    auto tail = admin.tailRequest();
+    tail.setFollow(true);
+    tail.setSink(kj::heap<stuck_sink>());
+    auto handle = tail.send().wait(ws).getHandle();
+    tailing.set_value();
+    release.get_future().wait(); // frozen: no loop turns, no reads
+  });
+  tailing.get_future().wait();
+  constexpr std::size_t k_events = 10000, k_label = 4096;
+  const auto before = rss_anon_bytes();
+  for (std::size_t i = 0; i < k_events; i += 500) {
+    std::vector<events::log_record> batch;
+    for (std::size_t j = i; j < i + 500; ++j) {
+      auto e = flood_event(j, k_label);
+      batch.push_back({e.sandbox_id, events::encode(e)});
+    }
+    BOOST_REQUIRE(w.log.append(std::move(batch)).get().ok());
+  }
+  std::this_thread::sleep_for(500ms);
+  const auto stats = w.server->stats();
+  const auto after = rss_anon_bytes();
+  const auto growth = after > before ? after - before : 0;
+  BOOST_TEST_MESSAGE("frozen client: events sent "
+                     << stats.stream_events_sent << " of " << k_events << ", queued bytes "
+                     << stats.outgoing_queue_bytes << ", anonymous RSS growth " << growth);
+  BOOST_TEST(stats.stream_events_sent < 600u);
+  BOOST_TEST(stats.outgoing_queue_bytes < (4u << 20));
+  BOOST_TEST(growth < (48u << 20)); // the log received ~40 MiB meanwhile
+  // Other clients are served meanwhile.
+  auto other = w.connect(k_token_b);
+  BOOST_TEST(other.create({}).ok());
+  release.set_value();
+  frozen.get();
+}
+
 BOOST_AUTO_TEST_CASE(another_tenants_sandbox_takes_as_long_as_a_missing_one) {
   // Tenant b's sandboxes have long histories and are paused and passivated: asking for one
   // makes its actor be rebuilt from its 400 events in the log, which a missing id never

@@ -11,6 +11,7 @@
 #include <capnp/ez-rpc.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <set>
 
 using namespace sandboxd;
@@ -648,6 +649,20 @@ BOOST_AUTO_TEST_CASE(tcp_on_loopback_and_tls) {
   wrong.tls = true;
   wrong.tls_trusted_file = other / "c.pem";
   BOOST_TEST(!api::client::connect(wrong).ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_server_that_stops_leaves_its_clients_unavailable) {
+  api_world w(without_read_models());
+  auto c = w.connect();
+  auto sb = must(c.create({}));
+  w.server.reset(); // stops listening and drops every connection
+  auto r = c.get(sb.id);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "unavailable");
+  auto again = api::client::connect({w.address, k_token_a});
+  BOOST_REQUIRE(!again.ok());
+  BOOST_TEST(api::to_string(again.code()) == "unavailable");
+  BOOST_TEST(!std::filesystem::exists(w.address.substr(5))); // the socket file is gone
 }
 
 BOOST_AUTO_TEST_CASE(a_non_loopback_tcp_address_needs_tls_material) {
