@@ -208,6 +208,9 @@ int main(int argc, char** argv) {
     }
     spdlog::info("metrics: http://{}/metrics", bind);
   }
+  // The RPC server's place: started here, last, on config.listen with node.tokens() and
+  // node.plane(); stopped first, before the exposer and the node (it stops taking calls and
+  // finishes the calls in flight).
   std::string addresses;
   for (const auto& a : config.listen)
     addresses += (addresses.empty() ? "" : ", ") + a.to_string();
@@ -218,6 +221,7 @@ int main(int argc, char** argv) {
 
   const int sig = wait_for_stop_signal();
   spdlog::info("signal {} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // Stop in the reverse order: (the RPC server,) the metrics endpoint, the node.
   exposer.reset();
   node.stop();
   spdlog::info("sandboxd stopped");
