@@ -16,6 +16,7 @@
 #include <chrono>
 #include <future>
 #include <regex>
+#include <thread>
 
 namespace sandboxd::node {
 
@@ -53,6 +54,24 @@ std::string with_connect_timeout(const std::string& conninfo) {
       conninfo.find("connect_timeout") != std::string::npos)
     return conninfo;
   return conninfo + " connect_timeout=10";
+}
+
+// Recovery reads every partition first. A Kafka topic made a moment ago may not have a
+// leader for each partition yet ("Not leader for partition"): wait until every partition
+// answers, or fail with what the last attempt said.
+void wait_until_readable(events::event_log& log, std::chrono::milliseconds timeout) {
+  const auto until = steady::now() + timeout;
+  for (std::int32_t p = 0; p < log.partitions();) {
+    const auto end = log.end_offset(p);
+    if (end.ok()) {
+      ++p;
+      continue;
+    }
+    if (steady::now() > until)
+      throw start_error(log.describe() + " does not answer for partition " + std::to_string(p) +
+                        ": " + end.failure->message);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
 }
 
 } // namespace
@@ -124,6 +143,7 @@ void node::start() {
       o.config = config_.kafka.config;
       raw_log_ = std::make_unique<events::kafka_log>(o);
     }
+    wait_until_readable(*raw_log_, std::chrono::seconds(30));
     log_ = std::make_unique<metered_log>(*raw_log_, *probe_, config_.on_append);
     spdlog::info("event log: {} ({} partitions)", log_->describe(), log_->partitions());
 
