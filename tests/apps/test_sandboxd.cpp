@@ -5,6 +5,7 @@
 #define BOOST_TEST_MODULE sandboxd_daemon
 #include <boost/test/unit_test.hpp>
 
+#include "node/daemon_settings.hpp"
 #include "node/node.hpp"
 #include "node/runtime_set.hpp"
 #include "tests/node/node_fixture.hpp"
@@ -248,7 +249,7 @@ BOOST_AUTO_TEST_CASE(sandboxes_persist_across_a_daemon_stop, *utf::precondition(
   BOOST_REQUIRE_MESSAGE(d.wait_for_output("sandboxd ready"), d.output());
   BOOST_TEST(d.output().find("1 sandboxes quiesced at the last stop run again") !=
              std::string::npos);
-  BOOST_TEST(!processes_under(sandbox_dir).empty(), "the sandbox does not run under the daemon");
+  BOOST_TEST(!sandbox_processes(id).empty(), "the sandbox does not run under the daemon");
   BOOST_TEST(!mounts_under(sandbox_dir).empty());
   d.signal(SIGINT);
   const auto rc = d.wait();

@@ -26,6 +26,7 @@
 #include <memory>
 #include <optional>
 #include <ostream>
+#include <set>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -203,6 +204,35 @@ inline std::vector<int> processes_under(const std::string& dir) {
     const auto cwd = std::filesystem::read_symlink(p.path() / "cwd", ec).string();
     if (cmdline.find(dir) != std::string::npos || (!ec && cwd.rfind(dir, 0) == 0))
       out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+// The processes in the cgroups of sandbox `id` (/sandboxd/<instance>-<id> and below, in
+// the controllers the runtimes use); none once they are gone. What runs inside a container
+// is in another mount namespace, so its command line and working directory do not show
+// host paths: its cgroup does.
+inline std::set<int> sandbox_processes(const std::string& id) {
+  std::set<int> out;
+  for (const char* ctrl : {"pids", "memory", "freezer", "cpu"}) {
+    const std::filesystem::path base = std::string("/sys/fs/cgroup/") + ctrl + "/sandboxd";
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(base, ec)) {
+      const std::string name = e.path().filename().string();
+      if (name.size() <= id.size() || name.compare(name.size() - id.size(), id.size(), id) != 0 ||
+          name[name.size() - id.size() - 1] != '-')
+        continue;
+      std::vector<std::filesystem::path> dirs{e.path()};
+      for (const auto& sub : std::filesystem::recursive_directory_iterator(e.path(), ec))
+        if (sub.is_directory())
+          dirs.push_back(sub.path());
+      for (const auto& d : dirs) {
+        std::ifstream procs(d / "cgroup.procs");
+        int pid = 0;
+        while (procs >> pid)
+          out.insert(pid);
+      }
+    }
   }
   return out;
 }

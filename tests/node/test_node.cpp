@@ -134,6 +134,7 @@ void lifecycle(ev::runtime_kind kind) {
   const std::string id = r.state.sandbox_id;
   BOOST_TEST(r.state.status == sandbox_status::running);
   BOOST_TEST(n.driver(kind)->inspect(id)->status == rt::sandbox_status::running);
+  BOOST_TEST(!sandbox_processes(id).empty(), "no process in the running sandbox's cgroups");
 
   // Exec through the actor: the program really ran (its outcome is in the log).
   r = n.call(
@@ -155,6 +156,7 @@ void lifecycle(ev::runtime_kind kind) {
   BOOST_TEST(r.state.status == sandbox_status::paused);
   BOOST_TEST(n.driver(kind)->inspect(id)->status == rt::sandbox_status::paused_filesystem);
   BOOST_TEST(!mounted(merged_of(n, kind, id)));
+  BOOST_TEST(sandbox_processes(id).empty(), "processes outlived a filesystem pause");
   r = n.call(id, user_command(exec_of("e3", {"true"})));
   BOOST_REQUIRE(!r.ok());
   BOOST_TEST(r.failure->code == ev::errc::conflict);
@@ -210,8 +212,7 @@ namespace {
 void check_stopped_clean(nd::node& n, ev::runtime_kind kind, const std::vector<std::string>& ids) {
   for (const auto& id : ids) {
     BOOST_TEST(!mounted(merged_of(n, kind, id)), id << " is still mounted after stop");
-    BOOST_TEST(processes_under(n.runtime_dir(kind) + "/sandboxes/" + id).empty(),
-               id << " still has processes after stop");
+    BOOST_TEST(sandbox_processes(id).empty(), id << " still has processes after stop");
   }
   if (kind == runsc)
     BOOST_TEST(processes_under(n.runtime_dir(kind)).empty(), "runsc processes left after stop");
@@ -250,6 +251,7 @@ void restart_recovers(ev::runtime_kind kind) {
     for (const auto& id : {running_id, fs_id, mem_id, deleted_id})
       before[id] = n.get(id, "t1").state;
     BOOST_TEST(n.driver(kind)->inspect(running_id)->status == rt::sandbox_status::running);
+    BOOST_REQUIRE(!sandbox_processes(running_id).empty());
     n.stop();
     check_stopped_clean(n, kind, {running_id, fs_id});
     BOOST_TEST(std::filesystem::exists(cfg.data_dir + "/quiesced"));
