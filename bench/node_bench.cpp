@@ -27,6 +27,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <string>
@@ -166,10 +167,12 @@ int main(int argc, char** argv) {
   nd::node n(c);
   const auto t_start = steady::now();
   n.start();
-  std::printf("node_bench: %u cores; node started in %.2f s (file log %d partitions, embedded "
-              "PostgreSQL with fsync, %zu projectors, hollow driver)\n",
-              std::thread::hardware_concurrency(), ms_between(t_start, steady::now()) / 1000,
-              n.log().partitions(), c.projectors);
+  double load[3] = {0, 0, 0};
+  ::getloadavg(load, 3);
+  std::printf("node_bench: %u cores, load average %.1f; node started in %.2f s (file log %d "
+              "partitions, embedded PostgreSQL with fsync, %zu projectors, hollow driver)\n",
+              std::thread::hardware_concurrency(), load[0],
+              ms_between(t_start, steady::now()) / 1000, n.log().partitions(), c.projectors);
 
   // Open loop: a cycle (create, pause, resume, delete) starts every 4/rate s; each next
   // command goes out when the previous one's reply came.
@@ -243,6 +246,14 @@ int main(int argc, char** argv) {
   std::printf("reference: append completed -> visible (the projection's own share): p50 %.1f ms, "
               "p99 %.1f ms\n",
               a50, a99);
+  const auto st = n.status();
+  for (std::size_t i = 0; i < st.projectors.size(); ++i)
+    std::printf("projector %zu: %llu steps, %llu events applied, %llu failed steps%s%s\n", i,
+                static_cast<unsigned long long>(st.projectors[i].steps),
+                static_cast<unsigned long long>(st.projectors[i].applied),
+                static_cast<unsigned long long>(st.projectors[i].failures),
+                st.projectors[i].last_error.empty() ? "" : "; last error: ",
+                st.projectors[i].last_error.c_str());
   n.stop();
   if (json)
     std::printf("{\"projection_lag_p99_ms\": %.1f, \"projection_lag_p50_ms\": %.1f, "

@@ -524,6 +524,42 @@ BOOST_AUTO_TEST_CASE(commands_after_stop_are_unavailable) {
   BOOST_TEST(n.get(r.state.sandbox_id, "t1").failure->code == ev::errc::unavailable);
 }
 
+// Stop lets the projectors apply the whole log first: right after a burst of commands the
+// read models lag, and after stop() they hold every record.
+BOOST_AUTO_TEST_CASE(stop_applies_the_whole_log_to_the_read_models) {
+  node_dir dir;
+  const auto cfg = node_config_for(dir, {hollow}, false);
+  nd::node n(cfg);
+  n.start();
+  std::atomic<int> replies{0}, failures{0};
+  const int count = 400;
+  for (int i = 0; i < count; ++i)
+    n.submit("", create_command(hollow), ac::reply_when::settled, [&](ac::command_reply r) {
+      failures += r.ok() ? 0 : 1;
+      ++replies;
+    });
+  BOOST_REQUIRE(eventually([&] { return replies.load() == count; }));
+  BOOST_REQUIRE_EQUAL(failures.load(), 0);
+  std::map<std::int32_t, std::int64_t> ends;
+  std::int64_t behind = 0;
+  for (const auto& l : n.lag()) {
+    ends[l.partition] = l.end_offset;
+    behind += l.lag();
+  }
+  BOOST_TEST_MESSAGE("the read models are " << behind << " records behind at stop");
+  n.stop();
+  pqxx::connection c(pg_server::shared().conninfo());
+  pqxx::work tx(c);
+  std::map<std::int32_t, std::int64_t> stored;
+  for (const auto& r : tx.exec("SELECT partition, next_offset FROM " + tx.quote_name(cfg.schema) +
+                               ".projection_offsets WHERE projection = 'read_models'"))
+    stored[r[0].as<std::int32_t>()] = r[1].as<std::int64_t>();
+  BOOST_REQUIRE(!ends.empty());
+  for (const auto& [p, end] : ends)
+    BOOST_TEST(stored[p] == end, "partition " << p << ": the read models stopped at " << stored[p]
+                                              << " of " << end << " records");
+}
+
 #if SANDBOXD_NODE_LOG == 2
 BOOST_AUTO_TEST_CASE(a_topic_that_does_not_fit_is_refused) {
   node_dir dir;
