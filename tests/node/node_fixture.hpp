@@ -198,8 +198,13 @@ inline std::vector<int> processes_under(const std::string& dir) {
     const std::string name = p.path().filename().string();
     if (name.find_first_not_of("0123456789") != std::string::npos || std::stoi(name) == ::getpid())
       continue;
-    std::ifstream f(p.path() / "cmdline", std::ios::binary);
-    std::string cmdline((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+    std::string cmdline;
+    try {
+      std::ifstream f(p.path() / "cmdline", std::ios::binary);
+      cmdline.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+    } catch (const std::exception&) {
+      continue; // it ended meanwhile
+    }
     std::error_code ec;
     const auto cwd = std::filesystem::read_symlink(p.path() / "cwd", ec).string();
     if (cmdline.find(dir) != std::string::npos || (!ec && cwd.rfind(dir, 0) == 0))
@@ -239,8 +244,13 @@ inline std::set<int> sandbox_processes(const std::string& id) {
 
 // A process's command line, spaces for NULs, for messages.
 inline std::string process_line(int pid) {
-  std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
-  std::string s((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  std::string s;
+  try {
+    std::ifstream f("/proc/" + std::to_string(pid) + "/cmdline", std::ios::binary);
+    s.assign(std::istreambuf_iterator<char>(f), std::istreambuf_iterator<char>());
+  } catch (const std::exception&) {
+    return "(ended)";
+  }
   for (auto& c : s)
     c = c == '\0' ? ' ' : c;
   return s;

@@ -525,10 +525,12 @@ BOOST_AUTO_TEST_CASE(commands_after_stop_are_unavailable) {
 }
 
 // Stop lets the projectors apply the whole log first: right after a burst of commands the
-// read models lag, and after stop() they hold every record.
+// read models lag (each commit is slowed down here, so they surely do), and after stop()
+// they hold every record.
 BOOST_AUTO_TEST_CASE(stop_applies_the_whole_log_to_the_read_models) {
   node_dir dir;
-  const auto cfg = node_config_for(dir, {hollow}, false);
+  auto cfg = node_config_for(dir, {hollow}, false);
+  cfg.on_projection_commit = [](const auto&) { std::this_thread::sleep_for(300ms); };
   nd::node n(cfg);
   n.start();
   std::atomic<int> replies{0}, failures{0};

@@ -22,6 +22,7 @@
 #include <grp.h>
 #include <pwd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace nd = sandboxd::node;
@@ -201,12 +202,31 @@ BOOST_AUTO_TEST_CASE(a_stale_postmaster_pid_naming_another_process_is_removed) {
   nd::embedded_postgres_options o;
   o.dir = dir.tmp.path() + "/postgres";
   { nd::embedded_postgres pg(o); }
-  // As after a crash and a reboot: the file names a pid that now belongs to someone else
-  // (this test process), which PostgreSQL itself would take for a live server.
+  // As after a crash and a reboot: the file names a pid that now belongs to another live
+  // process of the server's user (PostgreSQL itself takes a pid it may not signal, or its
+  // parent's, for stale), so PostgreSQL alone would refuse to start ("lock file already
+  // exists").
+  const auto server_uid = ::geteuid() == 0 ? ::getpwnam("postgres")->pw_uid : ::geteuid();
+  const auto server_gid = ::geteuid() == 0 ? ::getpwnam("postgres")->pw_gid : ::getegid();
+  const pid_t other = ::fork();
+  if (other == 0) {
+    if (::getuid() == 0 && (::setgid(server_gid) != 0 || ::setuid(server_uid) != 0))
+      ::_exit(126);
+    ::execl("/bin/sleep", "sleep", "600", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  BOOST_REQUIRE(other > 0);
+  struct reap {
+    pid_t pid;
+    ~reap() {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } reaper{other};
   const std::string pid_file = o.dir + "/data/postmaster.pid";
   {
     std::ofstream f(pid_file);
-    f << ::getpid() << "\n" << o.dir << "/data\n1700000000\n5432\n";
+    f << other << "\n" << o.dir << "/data\n1700000000\n5432\n";
   }
   if (::geteuid() == 0)
     sandboxd::test::check_shell("chown postgres " + sandboxd::test::shell_quote(pid_file));
