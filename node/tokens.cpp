@@ -3,7 +3,6 @@
 #include "node/start_error.hpp"
 
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <openssl/rand.h>
 #include <toml++/toml.h>
 
@@ -118,12 +117,7 @@ std::optional<token_identity> token_table::authenticate(std::string_view token) 
 }
 
 token_digest token_sha256(std::string_view token) {
-  token_digest d{};
-  unsigned int n = 0;
-  if (EVP_Digest(token.data(), token.size(), d.data(), &n, EVP_sha256(), nullptr) != 1 ||
-      n != d.size())
-    throw std::runtime_error("SHA-256 failed (OpenSSL)");
-  return d;
+  return sandboxd::sha256_of(token);
 }
 
 std::string make_token() {

@@ -23,6 +23,7 @@
 // scopes sandboxes and admin.
 #pragma once
 
+#include "base/sha256.hpp"
 #include "events/errc.hpp"
 
 #include <array>
@@ -46,7 +47,7 @@ struct token_identity {
   bool operator==(const token_identity&) const = default;
 };
 
-using token_digest = std::array<std::uint8_t, 32>;
+using token_digest = sandboxd::sha256_digest;
 
 class token_table {
 public:

@@ -47,9 +47,6 @@ inline std::ostream& operator<<(std::ostream& o, errc c) {
 }
 } // namespace sandboxd::runtime
 namespace sandboxd::events {
-inline std::ostream& operator<<(std::ostream& o, errc c) {
-  return o << to_string(c);
-}
 inline std::ostream& operator<<(std::ostream& o, runtime_kind k) {
   return o << to_string(k);
 }
