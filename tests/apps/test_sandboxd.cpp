@@ -9,6 +9,7 @@
 #include "node/node.hpp"
 #include "node/runtime_set.hpp"
 #include "tests/node/node_fixture.hpp"
+#include "tests/projections/postgres_installed.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -180,7 +181,7 @@ BOOST_AUTO_TEST_CASE(flags_win_over_the_config_file) {
 
 // With no runtime flag sandboxd takes runsc, or crun with a warning where runsc cannot run.
 BOOST_AUTO_TEST_CASE(starts_on_embedded_defaults_and_stops_clean_on_sigterm,
-                     *utf::precondition(as_root)) {
+                     *utf::precondition(as_root) * utf::precondition(postgres_installed)) {
   node_dir dir;
   const int port = free_port();
   daemon_process d({"--data-dir", dir.data(), "--metrics-addr", "127.0.0.1:" + std::to_string(port),
@@ -228,7 +229,8 @@ BOOST_AUTO_TEST_CASE(starts_on_embedded_defaults_and_stops_clean_on_sigterm,
 
 // A running sandbox outlives a daemon's stop on disk, not as processes: SIGINT stops it (no
 // process, no mount left), the next start runs it again.
-BOOST_AUTO_TEST_CASE(sandboxes_persist_across_a_daemon_stop, *utf::precondition(crun_can_run)) {
+BOOST_AUTO_TEST_CASE(sandboxes_persist_across_a_daemon_stop,
+                     *utf::precondition(crun_can_run) * utf::precondition(postgres_installed)) {
   node_dir dir;
   const auto crun = ev::runtime_kind::crun;
   auto cfg = node_config_for(dir, {crun}, true);
@@ -270,7 +272,8 @@ BOOST_AUTO_TEST_CASE(sandboxes_persist_across_a_daemon_stop, *utf::precondition(
   n.stop();
 }
 
-BOOST_AUTO_TEST_CASE(a_data_directory_of_another_user_is_refused, *utf::precondition(as_root)) {
+BOOST_AUTO_TEST_CASE(a_data_directory_of_another_user_is_refused,
+                     *utf::precondition(as_root) * utf::precondition(postgres_installed)) {
   node_dir dir;
   ::mkdir(dir.data().c_str(), 0700);
   const passwd* nobody = ::getpwnam("nobody");
@@ -293,7 +296,7 @@ BOOST_AUTO_TEST_CASE(an_unreachable_postgres_is_refused) {
   BOOST_TEST(out.find("unreachable") != std::string::npos);
 }
 
-BOOST_AUTO_TEST_CASE(a_metrics_address_in_use_is_refused) {
+BOOST_AUTO_TEST_CASE(a_metrics_address_in_use_is_refused, *utf::precondition(postgres_installed)) {
   node_dir dir;
   const int port = free_port();
   const int s = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

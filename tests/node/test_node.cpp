@@ -12,6 +12,7 @@
 #include "projections/billing_report.hpp"
 #include "projections/rebuild.hpp"
 #include "tests/node/node_fixture.hpp"
+#include "tests/projections/postgres_installed.hpp"
 
 #include <prometheus/metric_family.h>
 
@@ -27,6 +28,9 @@ using ac::sandbox_status;
 namespace cmd = sandboxd::actors::cmd;
 namespace proj = sandboxd::projections;
 namespace utf = boost::unit_test;
+
+// Every case needs PostgreSQL 15 (embedded, or the binary's private server).
+BOOST_AUTO_TEST_SUITE(node_end_to_end, *utf::precondition(postgres_installed))
 
 namespace {
 
@@ -681,3 +685,5 @@ BOOST_AUTO_TEST_CASE(embedded_postgres_survives_kill_9_of_the_node_process) {
   for (int pid : processes_under(dir.data()))
     BOOST_ERROR("process " << pid << " left: " << process_line(pid));
 }
+
+BOOST_AUTO_TEST_SUITE_END()

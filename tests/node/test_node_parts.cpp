@@ -11,6 +11,7 @@
 #include "node/start_error.hpp"
 #include "node/tokens.hpp"
 #include "tests/node/node_fixture.hpp"
+#include "tests/projections/postgres_installed.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -161,7 +162,7 @@ BOOST_AUTO_TEST_CASE(a_token_others_could_read_is_refused) {
 
 BOOST_AUTO_TEST_SUITE_END()
 
-BOOST_AUTO_TEST_SUITE(embedded_postgres)
+BOOST_AUTO_TEST_SUITE(embedded_postgres, *utf::precondition(sandboxd::test::postgres_installed))
 
 BOOST_AUTO_TEST_CASE(runs_with_production_settings_as_its_own_user_without_tcp) {
   pg_reachable_dir dir;
