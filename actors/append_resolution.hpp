@@ -34,6 +34,12 @@ struct landed_events {
   std::optional<events::error> failure;
 };
 
+// What a read-back found, or the fault (another writer) that stopped it.
+struct landed_result {
+  landed_events landed;
+  std::optional<std::string> fault;
+};
+
 // `applied_sequence`: the sequence of the sandbox's last event applied before `expected`;
 // expected[i] carries sequence applied_sequence + 1 + i.
 landed_events find_landed(events::event_log& log, std::int32_t partition, std::int64_t from,

@@ -1,6 +1,7 @@
 #include "actors/control_plane.hpp"
 
 #include "actors/actor_context.hpp"
+#include "actors/sandbox_directory.hpp"
 #include "actors/state_snapshot.hpp"
 
 #include <pthread.h>
@@ -37,7 +38,7 @@ struct control_plane::impl {
   actor_context ctx;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
-  caf::actor directory;
+  directory_handle directory;
 
   std::mutex snapshot_mu; // one snapshot at a time
   std::mutex stop_mu;
@@ -162,7 +163,7 @@ control_plane::~control_plane() {
   m.pool.reset();
   m.journal_->wait_idle();
   m.journal_.reset();
-  m.directory = caf::actor{};
+  m.directory = directory_handle{};
   m.system.reset();
 }
 

@@ -31,8 +31,9 @@
 // - `reply_fn` runs on an actor's thread: it must be quick and must not block.
 #pragma once
 
+#include "actors/command_reply.hpp"
+#include "actors/directory_stats.hpp"
 #include "actors/recovery.hpp"
-#include "actors/sandbox_machine.hpp"
 #include "actors/timer_queue.hpp"
 #include "events/event_log.hpp"
 #include "runtime/driver.hpp"
@@ -45,20 +46,6 @@
 #include <string>
 
 namespace sandboxd::actors {
-
-// When the reply comes: once the command's own events are durable, or once the sandbox
-// has also settled (no runtime step in flight; the step's outcome is durable too).
-enum class reply_when { durable, settled };
-
-struct command_reply {
-  std::optional<events::error> failure;
-  sandbox_state state; // after the command (and, for settled, its step); valid when ok
-  // The sequence number of the command's own last event (valid when ok); 0 when it was
-  // accepted without one (a retried create, a delete while deleting).
-  std::uint64_t own_sequence = 0;
-  bool ok() const { return !failure.has_value(); }
-};
-using reply_fn = std::function<void(command_reply)>;
 
 struct control_plane_options {
   events::event_log* log = nullptr; // not owned; outlives the control plane
@@ -81,14 +68,6 @@ struct control_plane_options {
   // A background snapshot is taken whenever this many records were appended since the
   // last one; 0 disables them (snapshot_now still works).
   std::uint64_t snapshot_every_records = 500000;
-};
-
-struct directory_stats {
-  std::size_t active = 0;            // sandboxes with a live actor
-  std::size_t dormant = 0;           // passivated sandboxes (offsets only)
-  std::size_t timers = 0;            // entries in the timer queue
-  std::uint64_t journal_rounds = 0;  // log appends the journal issued so far
-  std::uint64_t journal_records = 0; // records those appends made durable
 };
 
 class control_plane {

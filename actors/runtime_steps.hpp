@@ -21,7 +21,16 @@
 #include "actors/sandbox_machine.hpp"
 #include "runtime/driver.hpp"
 
+#include <optional>
+
 namespace sandboxd::actors {
+
+// A runtime call finished: `body` reports it. `step` is the lifecycle step it was for
+// (nullopt for exec and storage samples, which are not lifecycle steps).
+struct runtime_result {
+  std::optional<events::runtime_step> step;
+  command_body body;
+};
 
 command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step);
 

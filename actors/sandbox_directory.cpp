@@ -8,7 +8,9 @@
 //   commands go to a fresh actor rebuilt from the log.
 // - The idempotent-create index maps (tenant, client request id) to the sandbox id the
 //   first create chose; it is rebuilt from the `created` events at recovery.
-#include "actors/actor_context.hpp"
+#include "actors/sandbox_directory.hpp"
+
+#include "actors/sandbox_actor.hpp"
 
 #include <random>
 #include <unordered_map>
@@ -17,7 +19,7 @@ namespace sandboxd::actors {
 namespace {
 
 struct directory_entry {
-  caf::actor actor; // invalid while dormant
+  sandbox_actor_handle actor; // invalid while dormant
   std::uint64_t forwarded = 0;
   std::vector<std::int64_t> offsets; // dormant only
 };
@@ -32,7 +34,7 @@ struct directory_state {
   static inline const char* name = "sandbox_directory";
 };
 
-using directory_t = caf::stateful_actor<directory_state>;
+using directory_t = directory_handle::stateful_pointer<directory_state>;
 
 std::string new_sandbox_id(directory_state& st) {
   static constexpr char k_hex[] = "0123456789abcdef";
@@ -47,10 +49,10 @@ std::string new_sandbox_id(directory_state& st) {
 }
 
 // The actor of an entry, reactivating a dormant one from the log.
-const caf::actor& actor_of(directory_t* self, const std::string& id, directory_entry& e) {
+const sandbox_actor_handle& actor_of(directory_t self, const std::string& id, directory_entry& e) {
   auto& st = self->state;
   if (!e.actor) {
-    e.actor = spawn_sandbox_actor(self, st.ctx, caf::actor_cast<caf::actor>(self), id,
+    e.actor = spawn_sandbox_actor(self, st.ctx, caf::actor_cast<directory_handle>(self), id,
                                   std::move(e.offsets), true);
     e.offsets = {};
     e.forwarded = 0;
@@ -59,7 +61,7 @@ const caf::actor& actor_of(directory_t* self, const std::string& id, directory_e
   return e.actor;
 }
 
-void route(directory_t* self, request_ptr& r) {
+void route(directory_t self, request_ptr& r) {
   auto& st = self->state;
   auto& req = *r.value;
   const bool create = !req.query && std::holds_alternative<cmd::create>(req.cmd.body);
@@ -95,7 +97,7 @@ void route(directory_t* self, request_ptr& r) {
 // Forwards a wake-up (a passivation check, a retry) to the sandbox's actor; a dormant
 // sandbox has nothing to check or retry.
 template <class Atom>
-void wake(directory_t* self, const std::string& id, Atom atom) {
+void wake(directory_t self, const std::string& id, Atom atom) {
   auto& st = self->state;
   auto it = st.sandboxes.find(id);
   if (it == st.sandboxes.end() || !it->second.actor)
@@ -106,9 +108,9 @@ void wake(directory_t* self, const std::string& id, Atom atom) {
 
 } // namespace
 
-caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
-                                   std::shared_ptr<directory_seed> seed) {
-  return sys.spawn([ctx, seed](directory_t* self) -> caf::behavior {
+directory_handle spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
+                                         std::shared_ptr<directory_seed> seed) {
+  return sys.spawn([ctx, seed](directory_t self) -> directory_handle::behavior_type {
     auto& st = self->state;
     st.ctx = ctx;
     const auto now = ctx->clock();
@@ -155,7 +157,7 @@ caf::actor spawn_sandbox_directory(caf::actor_system& sys, actor_context* ctx,
           return; // sent more since, or an offer of an earlier actor: it stays active
         auto& e = it->second;
         self->send(e.actor, stop_atom::value);
-        e.actor = caf::actor{};
+        e.actor = sandbox_actor_handle{};
         e.forwarded = 0;
         e.offsets = std::move(*offsets.value);
         e.offsets.shrink_to_fit();

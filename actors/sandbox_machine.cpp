@@ -1,4 +1,5 @@
 // sandbox_machine.cpp — decide and evolve for one sandbox (docs/state-machine.md).
+// One file on purpose: decide and evolve are two halves of one table, read side by side.
 #include "actors/sandbox_machine.hpp"
 
 #include <algorithm>
