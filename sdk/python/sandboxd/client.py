@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
 
-_defaults: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dict[Tuple[Any, ...], AsyncClient]]" = (
+_defaults: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dict[Tuple[Any, ...], asyncio.Task[AsyncClient]]]" = (
     weakref.WeakKeyDictionary()
 )
 
@@ -119,11 +119,21 @@ class AsyncClient(LoopBound):
         loop = asyncio.get_running_loop()
         clients = _defaults.setdefault(loop, {})
         key = (settings.address, settings.token, settings.tls_ca_file)
-        client = clients.get(key)
-        if client is None or client._closed:
-            client = await cls.connect(settings.address, settings.token, tls_ca_file=tls_ca_file)
-            clients[key] = client
-            _kj.on_loop_end(client.close)
+        # One connection however many coroutines ask at once: they share its connecting task.
+        connecting = clients.get(key)
+        if connecting is not None and connecting.done() and (
+                connecting.exception() is not None or connecting.result()._closed):
+            connecting = None
+        if connecting is None:
+            connecting = loop.create_task(cls._connect_default(settings))
+            clients[key] = connecting
+        return await asyncio.shield(connecting)
+
+    @classmethod
+    async def _connect_default(cls, settings: "_settings.Settings") -> "AsyncClient":
+        client = await cls.connect(settings.address, settings.token,
+                                   tls_ca_file=settings.tls_ca_file)
+        _kj.on_loop_end(client.close)
         return client
 
     @property
