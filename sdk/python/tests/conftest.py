@@ -15,22 +15,17 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import secrets
-import shutil
-import signal
-import subprocess
-import tempfile
-import time
 from dataclasses import dataclass, field
-from typing import Dict, Iterator, List, Optional
+from typing import Dict, Iterator, Optional
 
 import pytest
 
 import sandboxd
+from sandboxd.testing import DaemonError, LocalDaemon
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-RUNTIMES = ("runsc", "crun", "hollow")
+BINARY = os.environ.get("SANDBOXD_BIN", os.path.join(REPO, "build", "apps", "sandboxd"))
 NOT_SERVED = "is not served by this build"
 
 
@@ -46,42 +41,17 @@ class Daemon:
 def _why_not_startable() -> Optional[str]:
     if os.geteuid() != 0:
         return "sandboxd needs root (namespaces, mounts, cgroups)"
-    binary = os.environ.get("SANDBOXD_BIN", os.path.join(REPO, "build", "apps", "sandboxd"))
-    if not os.access(binary, os.X_OK):
-        return f"no sandboxd binary at {binary}; build it (cmake --build build --target sandboxd)"
+    if not os.access(BINARY, os.X_OK):
+        return f"no sandboxd binary at {BINARY}; build it (cmake --build build --target sandboxd)"
     if not os.path.exists("/usr/lib/postgresql/15/bin/initdb"):
         return "PostgreSQL 15 binaries are missing (scripts/setup installs them)"
     return None
 
 
-def _tokens_file(path: str, token: str) -> None:
+def _other_tenant(token: str) -> str:
     digest = hashlib.sha256(token.encode()).hexdigest()
-    with open(path, "w") as f:
-        f.write(f'[[token]]\nsha256 = "{digest}"\ntenant = "other"\nprincipal = "other@sdk-tests"\n'
-                'scopes = ["sandboxes"]\n')
-
-
-def _start(binary: str, args: List[str], log: str) -> "subprocess.Popen[bytes]":
-    with open(log, "wb") as out:
-        return subprocess.Popen([binary, *args], stdout=out, stderr=subprocess.STDOUT,
-                                start_new_session=True)
-
-
-def _wait_ready(proc: "subprocess.Popen[bytes]", log: str, limit: float = 180) -> bool:
-    end = time.monotonic() + limit
-    while time.monotonic() < end:
-        with open(log, "rb") as f:
-            if b"sandboxd ready" in f.read():
-                return True
-        if proc.poll() is not None:
-            return False
-        time.sleep(0.1)
-    return False
-
-
-def _mounts_under(path: str) -> List[str]:
-    with open("/proc/mounts") as f:
-        return [line.split()[1] for line in f if line.split()[1].startswith(path)]
+    return (f'[[token]]\nsha256 = "{digest}"\ntenant = "other"\nprincipal = "other@sdk-tests"\n'
+            'scopes = ["sandboxes"]\n')
 
 
 def _delete_everything(d: Daemon) -> None:
@@ -103,63 +73,21 @@ def daemon() -> Iterator[Daemon]:
     why = _why_not_startable()
     if why:
         pytest.skip(why)
-    binary = os.environ.get("SANDBOXD_BIN", os.path.join(REPO, "build", "apps", "sandboxd"))
-    root = tempfile.mkdtemp(prefix="sandboxd-test-sdk-")
-    os.chmod(root, 0o711)  # the embedded PostgreSQL runs as its own user below it
     other_token = "sbd_" + secrets.token_hex(32)
-    _tokens_file(os.path.join(root, "tokens.toml"), other_token)
-    data = os.path.join(root, "data")
-    unavailable: Dict[str, str] = {}
-    proc = None
-    log = os.path.join(root, "sandboxd.log")
+    local = LocalDaemon(BINARY, tokens_toml=_other_tenant(other_token), prefix="sandboxd-test-sdk-")
     try:
-        while True:
-            kinds = [k for k in RUNTIMES if k not in unavailable]
-            proc = _start(binary, ["--data-dir", data, "--runtime", ",".join(kinds),
-                                   "--tokens-file", os.path.join(root, "tokens.toml")], log)
-            if _wait_ready(proc, log):
-                break
-            proc.kill()
-            proc.wait()
-            output = open(log, errors="replace").read()
-            refused = re.search(r"runtime (\w+) cannot run sandboxes here: (.*?); fix it", output)
-            if not refused or refused.group(1) == "hollow":
-                pytest.fail(f"sandboxd did not start:\n{output[-3000:]}")
-            unavailable[refused.group(1)] = refused.group(2)
-            shutil.rmtree(data, ignore_errors=True)
-        d = Daemon(
-            address="unix:" + os.path.join(data, "sandboxd.sock"),
-            data_dir=data,
-            dev_token=open(os.path.join(data, "dev-token")).read().strip(),
-            other_token=other_token,
-            unavailable=unavailable,
-        )
-        os.environ["SANDBOXD_ADDR"] = d.address
-        os.environ["SANDBOXD_TOKEN"] = d.dev_token
+        local.start()
+    except DaemonError as e:
+        local.stop()
+        pytest.fail(str(e))
+    d = Daemon(local.address, local.data_dir, local.dev_token, other_token, local.unavailable)
+    os.environ["SANDBOXD_ADDR"] = d.address
+    os.environ["SANDBOXD_TOKEN"] = d.dev_token
+    try:
         yield d
         _delete_everything(d)
     finally:
-        problems = []
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-            try:
-                rc = proc.wait(timeout=120)
-                if rc != 0:
-                    problems.append(f"sandboxd exited {rc} on SIGTERM")
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
-                problems.append("sandboxd did not stop within 120 s of SIGTERM")
-        left = _mounts_under(root)
-        for m in sorted(left, reverse=True):
-            subprocess.run(["umount", "-l", m], check=False)
-        if left:
-            problems.append(f"mounts left under {root}: {left}")
-        if problems:
-            problems.append(open(log, errors="replace").read()[-3000:])
-        shutil.rmtree(root, ignore_errors=True)
-        if problems:
-            pytest.fail("\n".join(problems))
+        local.stop()
 
 
 @pytest.fixture(params=["runsc", "crun"])
