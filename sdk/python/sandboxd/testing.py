@@ -10,6 +10,7 @@ daemon.
 
 from __future__ import annotations
 
+import ctypes
 import os
 import re
 import shutil
@@ -20,6 +21,13 @@ import time
 from typing import Dict, List, Optional, Sequence
 
 __all__ = ["LocalDaemon", "DaemonError"]
+
+
+def _stop_with_parent() -> None:
+    """In the daemon's process before exec: SIGTERM it when the process that started it dies
+    (a crashed test run must not leave a daemon and its sandboxes running)."""
+    PR_SET_PDEATHSIG = 1
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
 
 
 class DaemonError(Exception):
@@ -80,7 +88,8 @@ class LocalDaemon:
                 self._proc = subprocess.Popen(
                     [self.binary, "--data-dir", self.data_dir, "--runtime", ",".join(kinds),
                      *extra, *self.args],
-                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+                    stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
+                    preexec_fn=_stop_with_parent)
             if self._wait_ready(limit):
                 break
             self._proc.kill()
