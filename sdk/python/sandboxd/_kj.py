@@ -61,6 +61,9 @@ class LoopBound:
     (or the garbage collector runs there), its attributes are handed to its loop's thread to
     be dropped there."""
 
+    _loop: asyncio.AbstractEventLoop
+    _thread: int
+
     def _bind_loop(self, like: "Optional[LoopBound]" = None) -> None:
         """Binds to the running loop's thread, or to the same as `like`."""
         if like is not None:

@@ -64,7 +64,7 @@ class Portal:
         try:
             while True:
                 try:
-                    item = self.run(agen.__anext__())  # type: ignore[arg-type]
+                    item: T = self.run(agen.__anext__())  # type: ignore[arg-type]
                 except StopAsyncIteration:
                     return
                 yield item

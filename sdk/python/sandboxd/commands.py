@@ -8,11 +8,10 @@ returns."""
 
 from __future__ import annotations
 
-import asyncio
 import codecs
 import inspect
-from typing import (TYPE_CHECKING, Any, Awaitable, Callable, Dict, List, Mapping, Optional,
-                    Sequence, Union)
+from typing import (TYPE_CHECKING, Any, Awaitable, Callable, List, Mapping, Optional, Sequence,
+                    Union)
 
 from ._call import call
 from ._kj import LoopBound

@@ -11,8 +11,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import hashlib
-from typing import (TYPE_CHECKING, Any, AsyncIterator, BinaryIO, Deque, Iterator, List,
-                    Literal, Optional, Union, overload)
+from typing import TYPE_CHECKING, Any, BinaryIO, Deque, Iterator, List, Literal, Union, overload
 
 from ._portal import portal
 from ._schema import api
