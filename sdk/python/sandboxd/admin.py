@@ -18,6 +18,7 @@ from . import _event_stream
 from ._kj import LoopBound
 from ._portal import portal
 from .client import Client
+from .errors import check_choice
 from .paginator import AsyncPaginator, Paginator
 from .types import AuditCheck, AuditProblem, AuditRow, BillReport, Event, ns_of_time
 
@@ -47,7 +48,8 @@ class AsyncAdmin(LoopBound):
         """The bill of `tenant` for [start, end) (whole hours), from the billing read model:
         one line per sandbox (``by="sandbox"``), or per ``"hour"`` or ``"day"``."""
         r = await self._client._call("bill", self._admin().bill(
-            tenant, ns_of_time(start), ns_of_time(end), by))
+            tenant, ns_of_time(start), ns_of_time(end),
+            check_choice("bill grouping", by, ("sandbox", "hour", "day"))))
         return BillReport._from(r.report)
 
     def audit(self, *, tenant: str = "", sandbox_id: str = "", start: Optional[Instant] = None,

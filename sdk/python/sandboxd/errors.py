@@ -178,3 +178,11 @@ def error_from_description(description: str, disconnected: bool = False) -> Sand
     if cls is None:
         return UnavailableError(text)
     return cls(message)
+
+
+def check_choice(what: str, value: str, allowed: "tuple[str, ...]") -> str:
+    """`value` when it is one of `allowed`; else InvalidArgumentError naming them (before
+    the request is built, so a typo never reaches the wire as a pycapnp error)."""
+    if value not in allowed:
+        raise InvalidArgumentError(f"{what} {value!r} is not one of {', '.join(allowed)}")
+    return value

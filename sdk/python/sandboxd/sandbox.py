@@ -18,9 +18,12 @@ from ._portal import portal
 from .commands import AsyncCommands, Commands
 from .files import AsyncFiles, Files
 from .paginator import AsyncPaginator, Paginator
+from .errors import check_choice
 from .types import Event, SandboxInfo, SandboxSummary
 
 _KEEP = object()  # a timeout setting left as it is
+STATES = ("creating", "running", "pausing", "paused", "resuming", "deleting", "deleted",
+          "failed")
 
 
 def _set_timeouts(t: Any, timeout: Any = _KEEP, idle_timeout: Any = _KEEP, lifetime: Any = _KEEP,
@@ -32,16 +35,11 @@ def _set_timeouts(t: Any, timeout: Any = _KEEP, idle_timeout: Any = _KEEP, lifet
             getattr(t, name).ns = int((value or 0) * 1e9)
     if on_timeout is _KEEP:
         return
+    check_choice("on_timeout", on_timeout, ("delete", "pause", "pause:filesystem", "pause:memory"))
     if on_timeout == "delete":
         t.onTimeout.delete = None
-    elif on_timeout in ("pause", "pause:filesystem", "pause:memory"):
-        t.onTimeout.pause = "memory" if on_timeout == "pause:memory" else "filesystem"
     else:
-        from .errors import InvalidArgumentError
-
-        raise InvalidArgumentError(
-            f"on_timeout {on_timeout!r} is not one of delete, pause, pause:filesystem, pause:memory"
-        )
+        t.onTimeout.pause = "memory" if on_timeout == "pause:memory" else "filesystem"
 
 
 def _given(**settings: Any) -> Mapping[str, Any]:
@@ -126,7 +124,7 @@ class AsyncSandbox(LoopBound):
             env = r.init("env", len(variables))
             for i, (k, v, secret) in enumerate(variables):
                 env[i].name, env[i].value, env[i].secret = k, v, secret
-        r.network.mode = network
+        r.network.mode = check_choice("network", network, ("none", "full", "allowList"))
         r.network.allowedHosts = list(allowed_hosts)
         labels = r.init("labels", len(metadata or {}))
         for i, (k, v) in enumerate((metadata or {}).items()):
@@ -158,7 +156,7 @@ class AsyncSandbox(LoopBound):
         client: Optional[AsyncClient] = None,
     ) -> "AsyncPaginator[SandboxSummary]":
         """Pages of the tenant's sandboxes, newest first (arguments as :meth:`Sandbox.list`)."""
-        states = _states(state)
+        states = [check_choice("state", s, STATES) for s in _states(state)]
         labels = dict(metadata or {})
 
         async def fetch(page_token: str) -> Any:
@@ -196,7 +194,8 @@ class AsyncSandbox(LoopBound):
 
     async def pause(self, mode: str = "filesystem") -> SandboxInfo:
         """Pauses the sandbox (``"filesystem"`` or ``"memory"``); answers once paused."""
-        r = await self._client._call(f"pause {self.sandbox_id}", self._cap.pause(mode))
+        r = await self._client._call(f"pause {self.sandbox_id}", self._cap.pause(
+            check_choice("pause mode", mode, ("filesystem", "memory"))))
         return SandboxInfo._from(r.info)
 
     async def resume(self) -> SandboxInfo:

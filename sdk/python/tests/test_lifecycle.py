@@ -100,6 +100,16 @@ def test_invalid_settings_are_invalid_argument(daemon) -> None:
         Sandbox.create(runtime="hollow", timeout=60, lifetime=60)
     with pytest.raises(sandboxd.InvalidArgumentError):
         Sandbox.create(runtime="hollow", on_timeout="explode")
+    with pytest.raises(sandboxd.InvalidArgumentError) as e:
+        Sandbox.create(runtime="hollow", network="bridge")
+    assert "'bridge' is not one of none" in e.value.message
+    with pytest.raises(sandboxd.InvalidArgumentError):
+        next(iter(Sandbox.list(state="runnin")))
+    with Sandbox.create(runtime="hollow") as s:
+        with pytest.raises(sandboxd.InvalidArgumentError):
+            s.pause(mode="disk")
+    with pytest.raises(sandboxd.InvalidArgumentError):
+        sandboxd.admin.bill("dev", 0, 3600 * 10**9, by="week")
 
 
 def test_a_repeated_request_id_returns_the_same_sandbox(daemon) -> None:
