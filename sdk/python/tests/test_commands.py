@@ -127,3 +127,13 @@ def test_exec_on_a_paused_sandbox_is_conflict(sbx: Sandbox) -> None:
     assert "paused" in e.value.message
     sbx.resume()
     assert sbx.commands.run("echo back").stdout == "back\n"
+
+
+def test_sandbox_envs_reach_every_command_and_secrets_stay_out_of_info(runtime: str) -> None:
+    with Sandbox.create(runtime=runtime, envs={"A": "1"}, secret_envs={"TOKEN": "s3cret"},
+                        metadata={"suite": "sdk"}) as sbx:
+        assert sbx.commands.run("echo $A-$TOKEN").stdout == "1-s3cret\n"
+        assert sbx.commands.run("echo $A", envs={"A": "2"}).stdout == "2\n"  # per command wins
+        info = sbx.get_info()
+        assert sorted(info.env_names) == ["A", "TOKEN"]
+        assert "s3cret" not in repr(info)
