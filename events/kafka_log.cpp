@@ -1,10 +1,16 @@
 #include "events/kafka_log.hpp"
 
+#include "events/kafka_topic_config.hpp"
+
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdio>
 #include <deque>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <shared_mutex>
 #include <thread>
@@ -26,6 +32,9 @@ struct inflight {
   std::vector<record_position> positions;
   append_callback done;
   std::atomic<std::size_t> remaining{0};
+  // Set when a record of the append is stored or may be: a failed append is then
+  // maybe_stored.
+  std::atomic<bool> some_stored{false};
   std::mutex failure_mu;
   std::optional<error> failure;
 
@@ -83,7 +92,15 @@ struct kafka_log::impl {
   explicit impl(const kafka_log_options& o);
   ~impl();
   rd_kafka_conf_t* make_conf(bool for_producer);
+  kafka_topic_requirements requirements() const {
+    return {options.partitions, options.replication_factor, options.min_insync_replicas};
+  }
+  // Makes sure the topic exists and keeps every event (kafka_log.hpp); throws log_fault.
   void ensure_topic();
+  // Asks the brokers to create the topic; returns what went wrong, or "".
+  std::string create_topic(int timeout_ms);
+  // The topic's configs by name (DescribeConfigs); throws log_fault when they cannot be had.
+  std::map<std::string, std::string> describe_topic_configs(int timeout_ms);
   void complete(inflight* a);
   // After a fatal producer error: fails what the old producer still holds (purged, so
   // never reported durable), then puts a new producer in its place. Delivery thread only.
@@ -134,8 +151,6 @@ kafka_log::impl::impl(const kafka_log_options& o)
     : options(o), where("kafka log topic " + o.topic + " at " + o.bootstrap_servers) {
   if (options.bootstrap_servers.empty())
     throw log_fault("kafka log: no bootstrap servers given");
-  if (options.partitions <= 0)
-    throw log_fault(where + ": the partition count must be positive");
   char err[512];
   producer = rd_kafka_new(RD_KAFKA_PRODUCER, make_conf(true), err, sizeof err);
   if (producer == nullptr)
@@ -191,7 +206,113 @@ kafka_log::impl::~impl() {
   rd_kafka_destroy(producer);
 }
 
+namespace {
+
+// Runs one admin request on `rk` and returns its result event (nullptr when no answer came
+// within `timeout_ms`); `problem` holds the request's own error.
+rd_kafka_event_t* admin_result(rd_kafka_t* rk, int timeout_ms,
+                               const std::function<void(rd_kafka_queue_t*)>& request,
+                               std::string& problem) {
+  rd_kafka_queue_t* q = rd_kafka_queue_new(rk);
+  request(q);
+  rd_kafka_event_t* ev = rd_kafka_queue_poll(q, timeout_ms);
+  rd_kafka_queue_destroy(q);
+  if (ev == nullptr)
+    problem = "no answer";
+  else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR)
+    problem = rd_kafka_event_error_string(ev);
+  return ev;
+}
+
+} // namespace
+
+std::string kafka_log::impl::create_topic(int timeout_ms) {
+  char err[512];
+  rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(options.topic.c_str(), options.partitions,
+                                                  options.replication_factor, err, sizeof err);
+  if (nt == nullptr)
+    throw log_fault(where + ": cannot describe the new topic: " + err);
+  for (const auto& [name, value] : topic_configs_for(requirements()))
+    if (rd_kafka_NewTopic_set_config(nt, name.c_str(), value.c_str()) !=
+        RD_KAFKA_RESP_ERR_NO_ERROR) {
+      rd_kafka_NewTopic_destroy(nt);
+      throw log_fault(where + ": cannot set " + name + " on the new topic");
+    }
+  std::string problem;
+  rd_kafka_event_t* ev = admin_result(
+    producer, timeout_ms,
+    [&](rd_kafka_queue_t* q) { rd_kafka_CreateTopics(producer, &nt, 1, nullptr, q); }, problem);
+  if (ev != nullptr && problem.empty()) {
+    if (const auto* res = rd_kafka_event_CreateTopics_result(ev)) {
+      std::size_t n = 0;
+      const auto** topics = rd_kafka_CreateTopics_result_topics(res, &n);
+      for (std::size_t i = 0; i < n; ++i) {
+        auto te = rd_kafka_topic_result_error(topics[i]);
+        if (te != RD_KAFKA_RESP_ERR_NO_ERROR && te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
+          problem = rd_kafka_err2str(te) + std::string(": ") +
+                    (rd_kafka_topic_result_error_string(topics[i])
+                       ? rd_kafka_topic_result_error_string(topics[i])
+                       : "");
+      }
+    }
+  }
+  if (ev != nullptr)
+    rd_kafka_event_destroy(ev);
+  rd_kafka_NewTopic_destroy(nt);
+  return problem;
+}
+
+std::map<std::string, std::string> kafka_log::impl::describe_topic_configs(int timeout_ms) {
+  rd_kafka_ConfigResource_t* resource =
+    rd_kafka_ConfigResource_new(RD_KAFKA_RESOURCE_TOPIC, options.topic.c_str());
+  std::string problem;
+  rd_kafka_event_t* ev = admin_result(
+    producer, timeout_ms,
+    [&](rd_kafka_queue_t* q) { rd_kafka_DescribeConfigs(producer, &resource, 1, nullptr, q); },
+    problem);
+  std::map<std::string, std::string> out;
+  if (ev != nullptr && problem.empty()) {
+    std::size_t n = 0;
+    const auto* res = rd_kafka_event_DescribeConfigs_result(ev);
+    const auto** resources = res ? rd_kafka_DescribeConfigs_result_resources(res, &n) : nullptr;
+    if (n != 1) {
+      problem = "no description of the topic in the answer";
+    } else if (rd_kafka_ConfigResource_error(resources[0]) != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* why = rd_kafka_ConfigResource_error_string(resources[0]);
+      problem = why ? why : rd_kafka_err2str(rd_kafka_ConfigResource_error(resources[0]));
+    } else {
+      std::size_t count = 0;
+      const auto** entries = rd_kafka_ConfigResource_configs(resources[0], &count);
+      for (std::size_t i = 0; i < count; ++i) {
+        const char* value = rd_kafka_ConfigEntry_value(entries[i]);
+        out[rd_kafka_ConfigEntry_name(entries[i])] = value ? value : "";
+      }
+    }
+  }
+  if (ev != nullptr)
+    rd_kafka_event_destroy(ev);
+  rd_kafka_ConfigResource_destroy(resource);
+  if (!problem.empty())
+    throw log_fault(where + ": cannot describe the topic's configs (" + problem +
+                    "); the log does not use a topic whose retention and replication it "
+                    "cannot check");
+  return out;
+}
+
 void kafka_log::impl::ensure_topic() {
+  if (auto problem = requirements_problem(requirements()))
+    throw log_fault(where + ": " + *problem);
+  if (single_copy(requirements())) {
+    const std::string warning =
+      where + ": min_insync_replicas is " + std::to_string(options.min_insync_replicas) +
+      " (replication factor " + std::to_string(options.replication_factor) +
+      "): an acknowledged event may be on one broker only, and is lost with its disk; use "
+      "replication_factor 3 and min_insync_replicas 2 on a cluster of 3 or more brokers";
+    if (options.warn)
+      options.warn(warning);
+    else
+      std::fprintf(stderr, "sandboxd: warning: %s\n", warning.c_str());
+  }
   const auto deadline = clock::now() + options.open_timeout;
   bool asked_to_create = false;
   std::string last_problem;
@@ -209,18 +330,28 @@ void kafka_log::impl::ensure_topic() {
         if (options.topic == md->topics[i].topic)
           found = &md->topics[i];
       if (found != nullptr && found->err == RD_KAFKA_RESP_ERR_NO_ERROR) {
-        const int count = found->partition_cnt;
+        kafka_topic_state state;
+        state.partitions = found->partition_cnt;
+        state.fewest_replicas = found->partition_cnt > 0 ? INT32_MAX : 0;
         bool leaders = true;
-        for (int i = 0; i < count; ++i)
-          leaders = leaders && found->partitions[i].leader >= 0 &&
-                    found->partitions[i].err == RD_KAFKA_RESP_ERR_NO_ERROR;
+        for (int i = 0; i < found->partition_cnt; ++i) {
+          const auto& p = found->partitions[i];
+          leaders = leaders && p.leader >= 0 && p.err == RD_KAFKA_RESP_ERR_NO_ERROR;
+          state.fewest_replicas = std::min(state.fewest_replicas, p.replica_cnt);
+        }
         rd_kafka_metadata_destroy(md);
-        if (count != options.partitions)
-          throw log_fault(where + " has " + std::to_string(count) + " partitions, but the log " +
-                          "was configured with " + std::to_string(options.partitions) +
-                          "; the count cannot change (keys would move between partitions)");
         if (leaders) {
-          partitions = count;
+          if (options.check_topic_configs)
+            state.configs = describe_topic_configs(left);
+          auto problems = topic_problems(options.topic, requirements(), state);
+          if (!problems.empty()) {
+            std::string message = where + " would not keep every event:";
+            for (const auto& p : problems)
+              message += "\n  - " + p;
+            message += "\nFix the topic, or point the log at another (new) topic.";
+            throw log_fault(message);
+          }
+          partitions = state.partitions;
           return;
         }
         last_problem = "partitions without a leader yet";
@@ -228,36 +359,7 @@ void kafka_log::impl::ensure_topic() {
         rd_kafka_metadata_destroy(md);
         if (!asked_to_create) {
           asked_to_create = true;
-          char err[512];
-          rd_kafka_NewTopic_t* nt = rd_kafka_NewTopic_new(
-            options.topic.c_str(), options.partitions, options.replication_factor, err, sizeof err);
-          if (nt == nullptr)
-            throw log_fault(where + ": cannot describe the new topic: " + err);
-          rd_kafka_queue_t* q = rd_kafka_queue_new(producer);
-          rd_kafka_CreateTopics(producer, &nt, 1, nullptr, q);
-          rd_kafka_event_t* ev = rd_kafka_queue_poll(q, left);
-          std::string problem;
-          if (ev == nullptr) {
-            problem = "no answer to CreateTopics";
-          } else if (rd_kafka_event_error(ev) != RD_KAFKA_RESP_ERR_NO_ERROR) {
-            problem = rd_kafka_event_error_string(ev);
-          } else if (const auto* res = rd_kafka_event_CreateTopics_result(ev)) {
-            std::size_t n = 0;
-            const auto** topics = rd_kafka_CreateTopics_result_topics(res, &n);
-            for (std::size_t i = 0; i < n; ++i) {
-              auto te = rd_kafka_topic_result_error(topics[i]);
-              if (te != RD_KAFKA_RESP_ERR_NO_ERROR && te != RD_KAFKA_RESP_ERR_TOPIC_ALREADY_EXISTS)
-                problem = rd_kafka_err2str(te) + std::string(": ") +
-                          (rd_kafka_topic_result_error_string(topics[i])
-                             ? rd_kafka_topic_result_error_string(topics[i])
-                             : "");
-            }
-          }
-          if (ev != nullptr)
-            rd_kafka_event_destroy(ev);
-          rd_kafka_queue_destroy(q);
-          rd_kafka_NewTopic_destroy(nt);
-          if (!problem.empty())
+          if (auto problem = create_topic(left); !problem.empty())
             last_problem = "creating the topic failed: " + problem;
         }
         if (last_problem.empty())
@@ -282,8 +384,8 @@ void kafka_log::impl::on_error(rd_kafka_t* rk, int err, const char* reason, void
     char why[512];
     rd_kafka_fatal_error(rk, why, sizeof why);
     self->fatal = error{errc::unavailable, self->where + ": the producer failed (" + why +
-                                             "); appends in flight were not stored durably; a "
-                                             "new producer is being created — retry the append"};
+                                             "); a new producer is being created — retry the "
+                                             "append"};
     self->producer_failed = true;
   }
 }
@@ -291,8 +393,8 @@ void kafka_log::impl::on_error(rd_kafka_t* rk, int err, const char* reason, void
 void kafka_log::impl::replace_producer() {
   rd_kafka_t* old = producer;
   // Appends are refused meanwhile (`fatal`). What the old producer holds is purged: those
-  // records get failed delivery reports, so their appends complete as not durable (whether
-  // the broker kept any of them is unknown; consumers drop duplicates by sequence number).
+  // records get failed delivery reports, so their appends fail — maybe_stored when a record
+  // had been sent (the broker may have kept it), not stored when it was still queued.
   rd_kafka_purge(old, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
   const auto deadline = clock::now() + std::chrono::seconds(10);
   while (rd_kafka_outq_len(old) > 0 && clock::now() < deadline && !stopping.load())
@@ -339,27 +441,58 @@ void kafka_log::impl::complete(inflight* a) {
     std::lock_guard l(a->failure_mu);
     r.failure = a->failure;
   }
-  if (r.ok())
+  if (r.ok()) {
     r.positions = std::move(a->positions);
+  } else if (a->some_stored.load()) {
+    r.maybe_stored = true;
+    r.failure->message +=
+      "; the outcome is unknown: some or all of its records may be stored in " + where +
+      " (now or later) — read the partition back before deciding anything that depends on it";
+  }
   auto done = std::move(a->done);
   delete a;
   done(std::move(r));
   outstanding.fetch_sub(1);
 }
 
+namespace {
+
+// What a delivery report says about its record: stored (at a known offset), not stored,
+// or unknown. The rule is kafka_log.hpp's header comment.
+enum class record_fate { stored, not_stored, unknown };
+
+record_fate fate_of(const rd_kafka_message_t* m) {
+  switch (rd_kafka_message_status(m)) {
+  case RD_KAFKA_MSG_STATUS_PERSISTED:
+    return m->offset >= 0 ? record_fate::stored : record_fate::unknown;
+  case RD_KAFKA_MSG_STATUS_POSSIBLY_PERSISTED:
+    return record_fate::unknown;
+  case RD_KAFKA_MSG_STATUS_NOT_PERSISTED:
+    break;
+  }
+  return record_fate::not_stored;
+}
+
+} // namespace
+
 void kafka_log::impl::on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
   auto* self = static_cast<impl*>(opaque);
   auto* ref = static_cast<inflight::ref*>(m->_private);
   inflight* a = ref->owner;
-  if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
-    a->fail(self->broker_error(m->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT
-                                 ? "append not acknowledged within " +
-                                     std::to_string(self->options.append_timeout.count()) +
-                                     " ms; it is not durable"
-                                 : "append failed; it is not durable",
-                               rd_kafka_err2str(m->err)));
-  } else {
+  const record_fate fate = fate_of(m);
+  if (fate == record_fate::stored) {
     a->positions[ref->index] = {m->partition, m->offset};
+    a->some_stored = true;
+  } else {
+    if (fate == record_fate::unknown)
+      a->some_stored = true;
+    const std::string what = m->err == RD_KAFKA_RESP_ERR__MSG_TIMED_OUT
+                               ? "append not acknowledged within " +
+                                   std::to_string(self->options.append_timeout.count()) + " ms"
+                               : "append failed";
+    a->fail(self->broker_error(what, m->err == RD_KAFKA_RESP_ERR_NO_ERROR
+                                       ? "no offset reported"
+                                       : rd_kafka_err2str(m->err)));
   }
   if (a->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1)
     self->complete(a);

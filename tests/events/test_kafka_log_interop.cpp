@@ -7,6 +7,7 @@
 #include "events/event.hpp"
 #include "events/kafka_log.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_log_options.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -24,11 +25,7 @@ BOOST_AUTO_TEST_CASE(kcat_reads_an_appended_event_and_capnp_decode_decodes_it) {
   }
   const std::string bootstrap = sandboxd::test::shared_kafka_bootstrap();
   const std::string topic = "interop-" + std::to_string(::getpid());
-  kafka_log_options o;
-  o.bootstrap_servers = bootstrap;
-  o.topic = topic;
-  o.partitions = 4;
-  kafka_log log(o);
+  kafka_log log(sandboxd::test::single_broker_log(bootstrap, topic, 4));
 
   event e;
   e.event_id = "ev_interop_1";
