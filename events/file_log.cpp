@@ -23,6 +23,7 @@
 #include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
+#include <vector>
 
 namespace sandboxd::events {
 
@@ -120,11 +121,41 @@ void write_file_durably(const std::string& dir, const std::string& name,
   ::close(fd);
   if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0)
     throw log_fault("file log: cannot write " + path + ": " + std::strerror(ok ? errno : err));
-  int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
+  sync_directory(dir);
+}
+
+// Creates `dir` and its missing parents, each made durable: every directory created is
+// fsynced, and so is the parent it was created in.
+void create_directory_durably(const std::string& dir) {
+  std::vector<std::filesystem::path> missing;
+  std::error_code ec;
+  for (auto p = std::filesystem::absolute(dir, ec); !ec && !p.empty(); p = p.parent_path()) {
+    if (std::filesystem::exists(p, ec))
+      break;
+    missing.push_back(p);
+    if (p == p.parent_path())
+      break;
   }
+  std::filesystem::create_directories(dir, ec);
+  if (ec)
+    throw log_fault("file log: cannot create " + dir + ": " + ec.message());
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    sync_directory(it->string());
+    sync_directory(it->parent_path().string());
+  }
+}
+
+// Whether the index `entries` of a sealed segment accounts for all of its `file_size`
+// bytes: its last record ends where the file ends. (The index is not synced; one that
+// does not match its segment is not trusted, and the segment is scanned instead.)
+bool index_covers(const log_segment& s, const std::vector<fmt::index_entry>& entries,
+                  std::uint64_t file_size) {
+  if (entries.empty())
+    return file_size == fmt::k_segment_header_size;
+  const std::uint64_t last = entries.back().position;
+  fmt::record_view r;
+  return last < file_size && fmt::read_record(s.data() + last, file_size - last, r) &&
+         last + r.size == file_size;
 }
 
 } // namespace
@@ -142,6 +173,10 @@ struct file_log::impl {
   std::condition_variable work_cv;  // the writer waits for appends
   std::condition_variable space_cv; // appenders wait for max_pending_bytes
   batch_buffer pending;
+  // Batches closed before the writer took them, because the next append would have taken
+  // them past the largest batch the format holds; the writer takes them before `pending`.
+  std::deque<batch_buffer> full;
+  std::size_t full_bytes = 0;
   std::vector<std::int64_t> next_offset; // per partition, queued records included
   bool closing = false;
   std::optional<error> failed; // set once a write or sync failed
@@ -152,6 +187,7 @@ struct file_log::impl {
   // thread waiting on it: one wake-up call per group commit, not one per append.
   std::atomic<std::uint64_t> finished_batches{0};
   std::atomic<std::uint64_t> first_failed_batch{UINT64_MAX};
+  std::atomic<std::uint64_t> maybe_stored_batch{UINT64_MAX}; // the one whose fate is unknown
   std::array<std::atomic<std::uint32_t>, 4> batch_signal{};
 
   // What readers see: only records whose batch was synced.
@@ -175,6 +211,7 @@ struct file_log::impl {
   struct finished_batch {
     batch_buffer batch;
     std::optional<error> failure;
+    bool maybe_stored = false; // the failure left the batch's fate unknown
   };
   std::mutex done_mu;
   std::condition_variable done_cv;
@@ -224,10 +261,7 @@ file_log::impl::impl(const file_log_options& o) : options(o) {
                     std::to_string(options.partitions));
   options.segment_bytes = std::clamp<std::uint64_t>(options.segment_bytes, k_min_segment_bytes,
                                                     fmt::k_max_segment_bytes / 4);
-  std::error_code ec;
-  std::filesystem::create_directories(options.dir, ec);
-  if (ec)
-    throw log_fault("file log: cannot create " + options.dir + ": " + ec.message());
+  create_directory_durably(options.dir);
   pending.number = 1;
   lock_directory();
   try {
@@ -388,7 +422,7 @@ void file_log::impl::open_segments() {
       auto seg = log_segment::open(options.dir, numbers[i], last, last ? options.segment_bytes : 0);
       const std::uint64_t file_size = seg->size();
       std::vector<fmt::index_entry> entries;
-      bool indexed = !last && seg->read_index(entries);
+      bool indexed = !last && seg->read_index(entries) && index_covers(*seg, entries, file_size);
       if (!indexed) {
         ++recovery.segments_scanned;
         if (!fmt::check_segment_header(seg->data(), file_size, seg->number())) {
@@ -398,19 +432,22 @@ void file_log::impl::open_segments() {
           seg->rewrite_header();
         } else {
           auto scan = scan_segment(*seg, file_size);
-          // The writer zeroes room ahead of its batches; a segment sealed by a roll whose
-          // trim did not reach the disk may still end in that room. Zeros are no record.
-          const std::uint64_t data_end = nonzero_end(seg->data(), scan.valid_end, file_size);
-          if (scan.result == segment_scan::outcome::corrupt ||
-              (scan.result == segment_scan::outcome::torn_tail && !last &&
-               data_end > scan.valid_end))
+          if (scan.result == segment_scan::outcome::corrupt)
             corrupt(*seg, scan.bad_position, scan.problem);
+          // A roll cuts a segment to its last batch and syncs that before it creates the
+          // next segment: a sealed segment was synced whole, so no crash leaves anything
+          // but whole batches in it — not even zeros.
+          if (scan.result != segment_scan::outcome::clean && !last)
+            corrupt(*seg, scan.bad_position,
+                    "the segment is sealed (" + fmt::segment_file_name(numbers[i + 1]) +
+                      " follows it), so all of it was synced, yet it holds " +
+                      std::to_string(file_size - scan.bad_position) +
+                      " bytes there that are no whole batch (" + scan.problem + ")");
           if (scan.result == segment_scan::outcome::torn_tail) {
-            if (last) {
-              seg->truncate(scan.valid_end);
-            } else {
-              // A sealed segment's file is not written again: the zeros stay out of reach.
-            }
+            // Zeros (the writer's zeroed room, or what a file system leaves after a power
+            // loss) are cut too, but counted as torn only up to the last non-zero byte.
+            const std::uint64_t data_end = nonzero_end(seg->data(), scan.valid_end, file_size);
+            seg->truncate(scan.valid_end);
             if (data_end > scan.valid_end) {
               recovery.truncated_bytes = data_end - scan.valid_end;
               recovery.truncated_segment = seg->path();
@@ -467,19 +504,25 @@ void file_log::impl::run_writer() {
     std::optional<error> failure;
     {
       std::unique_lock l(queue_mu);
-      if (pending.records.empty() && synced) {
+      auto queued = [&] { return !pending.records.empty() || !full.empty(); };
+      if (!queued() && synced) {
         l.unlock();
         release(std::move(*synced));
         synced.reset();
         l.lock();
       }
-      work_cv.wait(l,
-                   [&] { return (!pending.records.empty() && callback_batches == 0) || closing; });
-      if (pending.records.empty())
+      work_cv.wait(l, [&] { return (queued() && callback_batches == 0) || closing; });
+      if (!queued())
         break;
       batch.clear();
-      std::swap(batch, pending);
-      pending.number = batch.number + 1;
+      if (!full.empty()) {
+        std::swap(batch, full.front());
+        full.pop_front();
+        full_bytes -= batch.body.size();
+      } else {
+        std::swap(batch, pending);
+        pending.number = batch.number + 1;
+      }
       failure = failed;
     }
     space_cv.notify_all();
@@ -510,7 +553,9 @@ void file_log::impl::roll(std::uint64_t batch_size) {
 
 void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& synced,
                             std::optional<error> failure) {
+  bool maybe_stored = false;
   if (!failure) {
+    bool writing = false; // the batch's bytes may be in the file
     try {
       char header[fmt::k_batch_header_size];
       fmt::make_batch_header(header, batch.body, static_cast<std::uint32_t>(batch.records.size()));
@@ -526,6 +571,7 @@ void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& 
           active->remap(active->size() + batch_size); // no record points into it yet
       }
       const std::uint64_t base = active->size() + sizeof header;
+      writing = true;
       active->write(header, sizeof header, batch.body);
       // The previous batch's appenders are released only now that this batch is written:
       // released first, they would take the CPUs from the writer before its next sync, and
@@ -553,9 +599,24 @@ void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& 
       }
       wait_cv.notify_all();
     } catch (const log_fault& f) {
-      failure = error{errc::unavailable, std::string(f.what()) +
-                                           "; the file log takes no more appends — "
-                                           "reopen it (recovery keeps every synced record)"};
+      std::string what = f.what();
+      if (writing) {
+        // The batch's bytes may be in the file and the page cache although its sync failed
+        // (Linux marks the pages clean after a failed writeback): a reopen would find them.
+        // The segment is cut back to what was synced, and that cut is synced, so the batch
+        // is certainly not stored; if that fails too, its fate is unknown.
+        try {
+          active->truncate(active->size());
+          what += "; the batch was cut from " + active->path() + ", so none of it is stored";
+        } catch (const log_fault& g) {
+          maybe_stored = true;
+          what += "; cutting the batch back failed too (" + std::string(g.what()) +
+                  "), so whether it is stored is unknown";
+        }
+      }
+      failure = error{errc::unavailable,
+                      what + "; the file log takes no more appends — reopen it (recovery "
+                             "keeps every synced record)"};
       std::lock_guard l(queue_mu);
       failed = failure;
     }
@@ -568,6 +629,7 @@ void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& 
     // Only append_and_wait threads: released after the next batch is written (above).
     synced.emplace();
     synced->failure = std::move(failure);
+    synced->maybe_stored = maybe_stored;
     synced->batch = std::move(batch);
   } else {
     // Callbacks run now; the writer waits for them (callback_batches) before its next batch.
@@ -575,7 +637,7 @@ void file_log::impl::commit(batch_buffer& batch, std::optional<finished_batch>& 
       std::lock_guard l(queue_mu);
       ++callback_batches;
     }
-    release(finished_batch{std::move(batch), std::move(failure)});
+    release(finished_batch{std::move(batch), std::move(failure), maybe_stored});
   }
   batch = spare_buffer();
 }
@@ -611,6 +673,8 @@ void file_log::impl::run_completer() {
     const std::uint64_t number = b.batch.number;
     if (b.failure && first_failed_batch.load() > number)
       first_failed_batch.store(number);
+    if (b.maybe_stored)
+      maybe_stored_batch.store(number);
     // Waiters read the signal before finished_batches, and it moves after: a waiter never
     // misses the wake-up of its batch.
     finished_batches.store(number);
@@ -623,6 +687,7 @@ void file_log::impl::run_completer() {
       append_result r;
       if (b.failure) {
         r.failure = b.failure;
+        r.maybe_stored = b.maybe_stored;
       } else {
         r.positions.reserve(a.count);
         for (std::uint32_t i = a.first; i < a.first + a.count; ++i)
@@ -648,7 +713,7 @@ std::optional<error> file_log::impl::enqueue(const std::vector<log_record>& batc
                                              append_callback& done,
                                              std::vector<record_position>& positions,
                                              std::uint64_t& number) {
-  std::size_t bytes = 0;
+  std::uint64_t bytes = 0;
   for (std::size_t i = 0; i < batch.size(); ++i) {
     const auto& r = batch[i];
     std::string problem;
@@ -665,6 +730,13 @@ std::optional<error> file_log::impl::enqueue(const std::vector<log_record>& batc
                    "record " + std::to_string(i) + " of the batch " + problem};
     bytes += fmt::record_size(r.key.size(), r.value.size());
   }
+  if (bytes > fmt::k_max_batch_body_bytes)
+    return error{errc::invalid_argument,
+                 "the batch's " + std::to_string(batch.size()) + " records take " +
+                   std::to_string(bytes) + " bytes in " + describe() +
+                   ", more than the largest batch it can hold (" +
+                   std::to_string(fmt::k_max_batch_body_bytes) +
+                   " bytes, a 2 GiB segment); split it into smaller appends"};
   // Everything that needs no lock is done before taking it.
   positions.resize(batch.size());
   for (std::size_t i = 0; i < batch.size(); ++i)
@@ -672,12 +744,22 @@ std::optional<error> file_log::impl::enqueue(const std::vector<log_record>& batc
   std::unique_lock l(queue_mu);
   // A completion that appends must not wait for room: completions would stall behind it.
   if (std::this_thread::get_id() != completer_id)
-    space_cv.wait(
-      l, [&] { return pending.body.size() < options.max_pending_bytes || closing || failed; });
+    space_cv.wait(l, [&] {
+      return pending.body.size() + full_bytes < options.max_pending_bytes || closing || failed;
+    });
   if (failed)
     return failed;
   if (closing)
     return error{errc::unavailable, describe() + " is closed; it takes no more appends"};
+  if (!pending.records.empty() && pending.body.size() + bytes > fmt::k_max_batch_body_bytes) {
+    // With this append the batch would be larger than the format holds: it is closed, and
+    // this append starts the next.
+    const std::uint64_t next = pending.number + 1;
+    full_bytes += pending.body.size();
+    full.push_back(std::move(pending));
+    pending = batch_buffer{};
+    pending.number = next;
+  }
   pending.body.reserve(pending.body.size() + bytes);
   const auto first = static_cast<std::uint32_t>(pending.records.size());
   for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -757,6 +839,7 @@ append_result file_log::append_and_wait(const std::vector<log_record>& batch) {
   }
   if (number >= m.first_failed_batch.load()) {
     out.positions.clear();
+    out.maybe_stored = m.maybe_stored_batch.load() == number;
     std::lock_guard l(m.queue_mu);
     out.failure = m.failed;
   }

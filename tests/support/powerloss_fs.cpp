@@ -1,11 +1,16 @@
 #define FUSE_USE_VERSION 312
 #include "tests/support/powerloss_fs.hpp"
 
+#include "tests/support/guardian.hpp"
+#include "tests/support/process.hpp"
+
 #include <fuse_lowlevel.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <fcntl.h>
 #include <map>
@@ -14,7 +19,10 @@
 #include <set>
 #include <stdexcept>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
 #include <unordered_map>
@@ -82,6 +90,9 @@ struct powerloss_fs::state {
   std::unordered_map<fuse_ino_t, std::shared_ptr<node>> inodes;
   fuse_ino_t next_ino = FUSE_ROOT_ID + 1;
   int fail_fsyncs = 0;
+  std::int64_t writes_left = -1; // write requests until the power goes off; -1: never
+  std::uint64_t writes = 0;      // write requests served, ever
+  bool off = false;              // every request that would change anything fails
   std::uint64_t pages_kept = 0, pages_dropped = 0;
 
   fuse_session* session = nullptr;
@@ -109,6 +120,14 @@ namespace {
 
 powerloss_fs::state& fs(fuse_req_t req) {
   return *static_cast<powerloss_fs::state*>(fuse_req_userdata(req));
+}
+
+// With the power off nothing changes any more: the request fails with EIO (replied here).
+bool powered_off(fuse_req_t req, const powerloss_fs::state& s) {
+  if (!s.off)
+    return false;
+  fuse_reply_err(req, EIO);
+  return true;
 }
 
 void fill_stat(const node& n, struct stat& st) {
@@ -178,6 +197,8 @@ void op_getattr(fuse_req_t req, fuse_ino_t ino, fuse_file_info*) {
 void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, fuse_file_info*) {
   auto& s = fs(req);
   std::lock_guard l(s.mu);
+  if (powered_off(req, s))
+    return;
   auto n = s.get(ino);
   if (!n) {
     fuse_reply_err(req, ENOENT);
@@ -200,6 +221,8 @@ void op_setattr(fuse_req_t req, fuse_ino_t ino, struct stat* attr, int to_set, f
 // Adds a new node named `name` to `parent`; replies and returns null when it cannot.
 std::shared_ptr<node> add(fuse_req_t req, powerloss_fs::state& s, fuse_ino_t parent,
                           const char* name, bool dir, mode_t mode) {
+  if (powered_off(req, s))
+    return nullptr;
   auto d = directory(req, s, parent);
   if (!d)
     return nullptr;
@@ -236,6 +259,8 @@ void op_create(fuse_req_t req, fuse_ino_t parent, const char* name, mode_t mode,
 void remove_entry(fuse_req_t req, fuse_ino_t parent, const char* name, bool dir) {
   auto& s = fs(req);
   std::lock_guard l(s.mu);
+  if (powered_off(req, s))
+    return;
   auto d = directory(req, s, parent);
   if (!d)
     return;
@@ -269,6 +294,8 @@ void op_rename(fuse_req_t req, fuse_ino_t parent, const char* name, fuse_ino_t n
                const char* newname, unsigned int flags) {
   auto& s = fs(req);
   std::lock_guard l(s.mu);
+  if (powered_off(req, s))
+    return;
   if (flags != 0) {
     fuse_reply_err(req, EINVAL);
     return;
@@ -304,6 +331,8 @@ void op_open(fuse_req_t req, fuse_ino_t ino, fuse_file_info* fi) {
     fuse_reply_err(req, EISDIR);
     return;
   }
+  if ((fi->flags & O_TRUNC) && powered_off(req, s))
+    return;
   if (fi->flags & O_TRUNC)
     n->resize(0);
   fi->fh = ino;
@@ -331,6 +360,17 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
   auto& s = fs(req);
   std::lock_guard l(s.mu);
   auto n = s.get(ino);
+  if (s.writes_left == 0 && !s.off && n) {
+    // The power goes off during this request: a random prefix of it reaches the page cache.
+    s.off = true;
+    n->write(buf, std::uniform_int_distribution<std::size_t>(0, size)(s.rng),
+             static_cast<std::uint64_t>(off));
+  }
+  if (powered_off(req, s))
+    return;
+  if (s.writes_left > 0)
+    --s.writes_left;
+  ++s.writes;
   if (!n) {
     fuse_reply_err(req, ENOENT);
     return;
@@ -342,6 +382,8 @@ void op_write(fuse_req_t req, fuse_ino_t ino, const char* buf, size_t size, off_
 void op_fsync(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
   auto& s = fs(req);
   std::lock_guard l(s.mu);
+  if (powered_off(req, s))
+    return;
   auto n = s.get(ino);
   if (!n) {
     fuse_reply_err(req, ENOENT);
@@ -411,6 +453,8 @@ void op_releasedir(fuse_req_t req, fuse_ino_t, fuse_file_info* fi) {
 void op_fsyncdir(fuse_req_t req, fuse_ino_t ino, int, fuse_file_info*) {
   auto& s = fs(req);
   std::lock_guard l(s.mu);
+  if (powered_off(req, s))
+    return;
   auto d = directory(req, s, ino);
   if (!d)
     return;
@@ -458,6 +502,9 @@ const fuse_lowlevel_ops k_ops = [] {
 void powerloss_fs::state::crash() {
   std::lock_guard l(mu);
   pages_kept = pages_dropped = 0;
+  off = false;
+  writes_left = -1;
+  fail_fsyncs = 0;
   std::uniform_int_distribution<int> coin(0, 1);
   for (auto& [ino, n] : inodes) {
     if (n->dir) {
@@ -533,46 +580,175 @@ void powerloss_fs::state::unmount() {
   session = nullptr;
 }
 
-powerloss_fs::powerloss_fs(const std::string& mountpoint, std::uint64_t seed)
-    : state_(std::make_unique<state>()) {
-  state_->mountpoint = mountpoint;
-  state_->rng.seed(seed);
+namespace {
+
+// The server process's side: serves FUSE on `mountpoint` and answers the owner's commands
+// on `sock` (one byte, an i64 argument; an i64 or u64 pair back) until `q` or end of file.
+[[noreturn]] void serve(const std::string& mountpoint, std::uint64_t seed, int sock) {
+  powerloss_fs::state s;
+  s.mountpoint = mountpoint;
+  s.rng.seed(seed);
   auto root = std::make_shared<node>();
   root->ino = FUSE_ROOT_ID;
   root->dir = true;
   root->mode = S_IFDIR | 0755;
   root->touch();
-  state_->inodes[FUSE_ROOT_ID] = root;
-  state_->mount();
+  s.inodes[FUSE_ROOT_ID] = root;
+  std::string hello = "ok";
+  try {
+    s.mount();
+  } catch (const std::exception& e) {
+    hello = e.what();
+  }
+  (void)!::write(sock, hello.data(), hello.size());
+  if (hello != "ok")
+    ::_exit(1);
+  for (;;) {
+    char command[9];
+    const ssize_t n = ::read(sock, command, sizeof command);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n != static_cast<ssize_t>(sizeof command) || command[0] == 'q')
+      break;
+    std::int64_t arg;
+    std::memcpy(&arg, command + 1, sizeof arg);
+    std::uint64_t reply[2] = {0, 0};
+    switch (command[0]) {
+    case 'c':
+      s.unmount();
+      s.crash();
+      s.mount();
+      break;
+    case 'f': {
+      std::lock_guard l(s.mu);
+      s.fail_fsyncs = static_cast<int>(arg);
+      break;
+    }
+    case 'o': {
+      std::lock_guard l(s.mu);
+      s.writes_left = arg;
+      break;
+    }
+    case 's': {
+      std::lock_guard l(s.mu);
+      reply[0] = s.pages_kept;
+      reply[1] = s.pages_dropped;
+      break;
+    }
+    case 'p': {
+      std::lock_guard l(s.mu);
+      reply[0] = s.off;
+      reply[1] = s.writes;
+      break;
+    }
+    }
+    if (::write(sock, reply, sizeof reply) != static_cast<ssize_t>(sizeof reply))
+      break;
+  }
+  s.unmount();
+  char done = 'q';
+  (void)!::write(sock, &done, 1);
+  ::_exit(0);
+}
+
+} // namespace
+
+// The owner's side: the server process, the command socket, and a guardian that unmounts
+// lazily if the owner dies without its destructor.
+struct powerloss_fs::owner {
+  std::string mountpoint;
+  pid_t server = -1;
+  int sock = -1;
+  std::unique_ptr<guardian> cleanup;
+
+  std::array<std::uint64_t, 2> call(char c, std::int64_t arg = 0) {
+    char command[9];
+    command[0] = c;
+    std::memcpy(command + 1, &arg, sizeof arg);
+    std::array<std::uint64_t, 2> reply{};
+    if (::write(sock, command, sizeof command) != static_cast<ssize_t>(sizeof command) ||
+        ::read(sock, reply.data(), sizeof reply) != static_cast<ssize_t>(sizeof reply))
+      throw std::runtime_error("powerloss_fs: the server process on " + mountpoint +
+                               " does not answer");
+    return reply;
+  }
+};
+
+powerloss_fs::powerloss_fs(const std::string& mountpoint, std::uint64_t seed)
+    : owner_(std::make_unique<owner>()) {
+  owner_->mountpoint = mountpoint;
+  // Its own process: a test process that dies while one of its threads waits for the file
+  // system could otherwise never finish dying (its server threads die first).
+  owner_->cleanup =
+    std::make_unique<guardian>("umount -l " + shell_quote(mountpoint) + " 2>/dev/null");
+  int fds[2];
+  if (::socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, fds) != 0)
+    throw std::runtime_error(std::string("powerloss_fs: socketpair: ") + std::strerror(errno));
+  const pid_t parent = ::getpid();
+  const pid_t pid = ::fork();
+  if (pid < 0)
+    throw std::runtime_error(std::string("powerloss_fs: fork: ") + std::strerror(errno));
+  if (pid == 0) {
+    ::close(fds[0]);
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != parent)
+      ::_exit(1);
+    serve(mountpoint, seed, fds[1]);
+  }
+  ::close(fds[1]);
+  owner_->server = pid;
+  owner_->sock = fds[0];
+  char hello[512];
+  const ssize_t n = ::read(owner_->sock, hello, sizeof hello);
+  const std::string said = n > 0 ? std::string(hello, static_cast<std::size_t>(n)) : "";
+  if (said != "ok") {
+    ::close(owner_->sock);
+    ::waitpid(pid, nullptr, 0);
+    throw std::runtime_error(said.empty() ? "powerloss_fs: the server process failed" : said);
+  }
 }
 
 powerloss_fs::~powerloss_fs() {
-  state_->unmount();
+  char command[9] = {'q'};
+  if (::write(owner_->sock, command, sizeof command) == static_cast<ssize_t>(sizeof command)) {
+    char done;
+    (void)!::read(owner_->sock, &done, 1);
+  }
+  ::close(owner_->sock);
+  ::waitpid(owner_->server, nullptr, 0);
+  owner_->cleanup.reset();
 }
 
 const std::string& powerloss_fs::path() const {
-  return state_->mountpoint;
+  return owner_->mountpoint;
 }
 
 void powerloss_fs::crash() {
-  state_->unmount();
-  state_->crash();
-  state_->mount();
+  owner_->call('c');
 }
 
 void powerloss_fs::fail_next_fsyncs(int n) {
-  std::lock_guard l(state_->mu);
-  state_->fail_fsyncs = n;
+  owner_->call('f', n);
+}
+
+void powerloss_fs::power_off_after_writes(std::int64_t n) {
+  owner_->call('o', n);
+}
+
+bool powerloss_fs::powered_off() const {
+  return owner_->call('p')[0] != 0;
+}
+
+std::uint64_t powerloss_fs::write_requests() const {
+  return owner_->call('p')[1];
 }
 
 std::uint64_t powerloss_fs::pages_kept_at_last_crash() const {
-  std::lock_guard l(state_->mu);
-  return state_->pages_kept;
+  return owner_->call('s')[0];
 }
 
 std::uint64_t powerloss_fs::pages_dropped_at_last_crash() const {
-  std::lock_guard l(state_->mu);
-  return state_->pages_dropped;
+  return owner_->call('s')[1];
 }
 
 std::string powerloss_fs::unavailable_reason() {

@@ -17,7 +17,14 @@
 //
 // Fault injection: fail_next_fsyncs(n) makes the next n fsync/fdatasync calls on files
 // return EIO without making anything durable (the written pages stay visible, as Linux
-// keeps them in the page cache after a failed writeback).
+// keeps them in the page cache after a failed writeback). power_off_after_writes(n) cuts
+// the power at a chosen point: n more write requests are served, a random prefix of the
+// next one is written, and from then on every request that would change anything fails
+// with EIO until crash(), so the crash lands inside a write.
+//
+// The file system is served by a process of its own (forked here, killed when its owner
+// dies; a guardian then unmounts it): a test process that dies while one of its threads
+// waits on the file system could otherwise never finish dying.
 #pragma once
 
 #include <cstdint>
@@ -44,6 +51,11 @@ public:
   void crash();
   // The next `n` fsync/fdatasync calls on files fail with EIO.
   void fail_next_fsyncs(int n);
+  // After `n` more write requests the power is off (see the header comment).
+  void power_off_after_writes(std::int64_t n);
+  bool powered_off() const;
+  // How many write requests it has served since it was mounted first.
+  std::uint64_t write_requests() const;
 
   // How many pages written since their file's last fsync the last crash kept (torn writes
   // need some), and how many it dropped.
@@ -53,10 +65,11 @@ public:
   // Why this machine cannot mount it ("" when it can: root and /dev/fuse).
   static std::string unavailable_reason();
 
-  struct state;
+  struct state; // the server process's file system
 
 private:
-  std::unique_ptr<state> state_;
+  struct owner;
+  std::unique_ptr<owner> owner_;
 };
 
 } // namespace sandboxd::test
