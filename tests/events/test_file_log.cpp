@@ -201,7 +201,7 @@ BOOST_AUTO_TEST_CASE(
   }
 }
 
-// The loss issue 13 found: an acknowledged batch at the end of a sealed segment zeroed (as
+// An acknowledged batch at the end of a sealed segment zeroed (as
 // a power loss can leave blocks the disk never wrote) and the never-synced index gone. The
 // log must refuse to open, naming the file and the position — never open with that
 // partition's end offset moved back and hand its offsets out again.
