@@ -47,6 +47,8 @@
 
 namespace sandboxd::events {
 
+struct kafka_log_test_seam;
+
 struct kafka_log_options {
   std::string bootstrap_servers; // "host:port,host:port"
   std::string topic = "sandboxd-events";
@@ -99,13 +101,11 @@ public:
                 std::chrono::milliseconds timeout) override;
   std::string describe() const override;
 
-  // For tests: fails the producer as a fatal idempotence error does
-  // (rd_kafka_test_fatal_error).
-  void inject_fatal_producer_error(const std::string& reason);
   // How many times a failed producer was replaced.
   std::uint64_t producers_replaced() const;
 
 private:
+  friend struct kafka_log_test_seam; // events/kafka_log_test_seam.hpp
   struct impl;
   std::unique_ptr<impl> impl_;
 };

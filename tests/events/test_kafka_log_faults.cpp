@@ -6,6 +6,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "events/kafka_log.hpp"
+#include "events/kafka_log_test_seam.hpp"
 #include "tests/support/kafka_broker.hpp"
 #include "tests/support/kafka_log_options.hpp"
 #include "tests/support/kafka_mock.hpp"
@@ -213,7 +214,7 @@ BOOST_AUTO_TEST_CASE(a_fatal_producer_error_fails_what_was_in_flight_and_a_new_p
     kafka_log log(o);
     appender a(log, 20);
     BOOST_REQUIRE(a.wait_for_more(2000, 60s));
-    log.inject_fatal_producer_error("injected by the test");
+    kafka_log_test_seam::inject_fatal_producer_error(log, "injected by the test");
     // Appends go on through a new producer, without reopening the log.
     BOOST_TEST(a.wait_for_more(2000, 60s));
     a.stop();
