@@ -20,6 +20,9 @@
 //   message.timeout.ms), with an error naming the brokers; it never hangs and is never
 //   reported as durable.
 // - Completions run on the log's delivery thread.
+// - A transient broker answer to a read, end_offset or wait_for (a leader moving, a topic
+//   just created, a request that timed out) is asked again inside the log, with backoff,
+//   for up to `append_timeout`; only a lasting one reaches the caller.
 // - A fatal producer error (idempotence broken; librdkafka 2.0 can end an idempotent
 //   producer so after a broker restart): the appends the producer still held fail (those
 //   sent and not acknowledged with `maybe_stored`), appends are refused with

@@ -69,6 +69,11 @@ inline int to_ms(std::chrono::milliseconds d) {
   return static_cast<int>(std::clamp<std::int64_t>(d.count(), 0, 1 << 30));
 }
 
+// Whether a broker's answer passes by itself (a leader moving, a topic just created, a
+// request that timed out): kafka_log asks again, within a bounded time, instead of
+// surfacing it to the caller.
+bool transient(rd_kafka_resp_err_t e);
+
 } // namespace kafka_log_parts
 
 struct kafka_log::impl {
@@ -120,6 +125,10 @@ struct kafka_log::impl {
   bool position(partition_reader& r, std::int32_t partition, std::int64_t offset,
                 std::optional<error>& failure);
   void restart_reader(partition_reader& r, std::int32_t partition);
+  // The partition's high watermark. A transient answer (a leader moving, a topic just
+  // created, a request timed out: kafka_log_parts::transient) is asked again, with backoff,
+  // for up to append_timeout; only a lasting error is returned.
+  rd_kafka_resp_err_t high_watermark(std::int32_t partition, std::int64_t& high);
   // The reader's next fetched message: a buffered one, else one from librdkafka.
   rd_kafka_message_t* next_message(partition_reader& r, std::int32_t partition, int timeout_ms);
 

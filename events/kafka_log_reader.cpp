@@ -42,6 +42,42 @@ rd_kafka_message_t* kafka_log::impl::next_message(partition_reader& r, std::int3
   return rd_kafka_consume(consumer_topic, partition, timeout_ms);
 }
 
+bool kafka_log_parts::transient(rd_kafka_resp_err_t e) {
+  switch (e) {
+  case RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION:
+  case RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART:
+  case RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT:
+  case RD_KAFKA_RESP_ERR_FENCED_LEADER_EPOCH:
+  case RD_KAFKA_RESP_ERR_UNKNOWN_LEADER_EPOCH:
+  case RD_KAFKA_RESP_ERR_OFFSET_NOT_AVAILABLE:
+  case RD_KAFKA_RESP_ERR__TRANSPORT:
+    return true;
+  default:
+    return false;
+  }
+}
+
+rd_kafka_resp_err_t kafka_log::impl::high_watermark(std::int32_t partition, std::int64_t& high) {
+  const auto deadline = clock::now() + options.append_timeout;
+  auto backoff = std::chrono::milliseconds(20);
+  for (;;) {
+    const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now());
+    std::int64_t low = 0;
+    rd_kafka_resp_err_t e;
+    {
+      std::shared_lock producer_lock(producer_mu);
+      e = rd_kafka_query_watermark_offsets(producer, options.topic.c_str(), partition, &low, &high,
+                                           to_ms(std::max(left, std::chrono::milliseconds(1))));
+    }
+    if (!transient(e) || clock::now() + backoff >= deadline)
+      return e;
+    std::this_thread::sleep_for(backoff);
+    backoff = std::min(backoff * 2, std::chrono::milliseconds(500));
+  }
+}
+
 read_result kafka_log::read(std::int32_t partition, std::int64_t from, std::size_t max) {
   auto& m = *impl_;
   read_result out;
@@ -57,13 +93,8 @@ read_result kafka_log::read(std::int32_t partition, std::int64_t from, std::size
   auto& r = *m.readers[partition];
   std::lock_guard l(r.mu);
   // Records exist at `from` only below the high watermark; never wait for others.
-  std::int64_t low = 0, high = 0;
-  rd_kafka_resp_err_t e;
-  {
-    std::shared_lock producer_lock(m.producer_mu);
-    e = rd_kafka_query_watermark_offsets(m.producer, m.options.topic.c_str(), partition, &low,
-                                         &high, to_ms(m.options.append_timeout));
-  }
+  std::int64_t high = 0;
+  const rd_kafka_resp_err_t e = m.high_watermark(partition, high);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR) {
     out.failure = m.broker_error("cannot learn the end of partition " + std::to_string(partition),
                                  rd_kafka_err2str(e));
@@ -92,6 +123,14 @@ read_result kafka_log::read(std::int32_t partition, std::int64_t from, std::size
       break;
     }
     if (msg->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      if (transient(msg->err) && clock::now() < deadline) {
+        // A leader moving: fetch again from where this read stands.
+        rd_kafka_message_destroy(msg);
+        m.restart_reader(r, partition);
+        if (!m.position(r, partition, expect, out.failure))
+          break;
+        continue;
+      }
       if (msg->err != RD_KAFKA_RESP_ERR__PARTITION_EOF)
         out.failure = m.broker_error("reading partition " + std::to_string(partition) + " failed",
                                      rd_kafka_message_errstr(msg));
@@ -124,13 +163,8 @@ offset_result kafka_log::end_offset(std::int32_t partition) {
   if (partition < 0 || partition >= m.partitions)
     return {-1, error{errc::invalid_argument,
                       m.where + " has no partition " + std::to_string(partition)}};
-  std::int64_t low = 0, high = 0;
-  rd_kafka_resp_err_t e;
-  {
-    std::shared_lock producer_lock(m.producer_mu);
-    e = rd_kafka_query_watermark_offsets(m.producer, m.options.topic.c_str(), partition, &low,
-                                         &high, to_ms(m.options.append_timeout));
-  }
+  std::int64_t high = 0;
+  const rd_kafka_resp_err_t e = m.high_watermark(partition, high);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
     return {-1, m.broker_error("cannot learn the end of partition " + std::to_string(partition),
                                rd_kafka_err2str(e))};

@@ -11,6 +11,8 @@
 #include "tests/support/kafka_log_options.hpp"
 #include "tests/support/kafka_mock.hpp"
 
+#include <librdkafka/rdkafka.h>
+
 #include <atomic>
 #include <condition_variable>
 #include <map>
@@ -266,6 +268,34 @@ BOOST_AUTO_TEST_CASE(an_append_that_timed_out_after_it_was_sent_is_maybe_stored_
   BOOST_TEST_MESSAGE((next.ok() ? std::string("ok") : next.failure->message));
   BOOST_REQUIRE_MESSAGE(next.ok(), next.failure->message);
   BOOST_TEST(next.positions[0].offset == 2);
+}
+
+// Right after a topic is made, or while a leader moves, a broker answers offset queries with
+// errors that pass by themselves. The log asks again: end_offset and read succeed.
+BOOST_AUTO_TEST_CASE(transient_broker_answers_to_offset_queries_are_retried_not_surfaced) {
+  sandboxd::test::kafka_mock_cluster mock;
+  mock.create_topic("flaky", 2);
+  auto o = sandboxd::test::mock_cluster_log(mock.bootstrap(), "flaky", 2);
+  o.append_timeout = 10s;
+  kafka_log log(o);
+  auto stored = log.append({{"sb_flaky", "one"}, {"sb_flaky", "two"}}).get();
+  BOOST_REQUIRE_MESSAGE(stored.ok(), stored.failure->message);
+  const auto p = stored.positions[0].partition;
+  constexpr int k_list_offsets = 2; // the ListOffsets request
+  for (int err :
+       {RD_KAFKA_RESP_ERR_NOT_LEADER_FOR_PARTITION, RD_KAFKA_RESP_ERR_LEADER_NOT_AVAILABLE,
+        RD_KAFKA_RESP_ERR_UNKNOWN_TOPIC_OR_PART, RD_KAFKA_RESP_ERR_REQUEST_TIMED_OUT}) {
+    mock.push_request_errors(k_list_offsets, {err, err, err});
+    auto end = log.end_offset(p);
+    BOOST_TEST(end.ok(), rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err))
+                           << ": " << (end.ok() ? "" : end.failure->message));
+    BOOST_TEST(end.offset == 2);
+    mock.push_request_errors(k_list_offsets, {err, err, err});
+    auto r = log.read(p, 0, 10);
+    BOOST_TEST(r.ok(), rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err))
+                         << ": " << (r.ok() ? "" : r.failure->message));
+    BOOST_TEST(r.records.size() == 2u);
+  }
 }
 
 BOOST_AUTO_TEST_CASE(all_brokers_down_past_the_time_limit_fails_appends_and_none_is_durable) {
