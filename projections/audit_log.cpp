@@ -39,10 +39,27 @@ std::string detail_of(const events::payload& p) {
       else if constexpr (std::is_same_v<T, exec_started>)
         return v.exec_id + ": " + join(v.argv);
       else if constexpr (std::is_same_v<T, exec_finished>)
-        return v.exec_id + ": exit " + std::to_string(v.exit_code) +
-               (v.timed_out ? " (timed out)" : "");
-      else if constexpr (std::is_same_v<T, file_written> || std::is_same_v<T, file_read>)
+        return v.exec_id + ": " +
+               (v.outcome == op_outcome::completed
+                  ? "exit " + std::to_string(v.exit_code) + (v.timed_out ? " (timed out)" : "")
+                  : to_string(v.outcome)) +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, file_written>)
         return v.path + ", " + std::to_string(v.bytes) + " bytes";
+      else if constexpr (std::is_same_v<T, file_read>)
+        return (v.kind == file_read_kind::read ? std::string{} : to_string(v.kind) + " ") + v.path +
+               (v.kind == file_read_kind::list ? ", " + std::to_string(v.entries) + " entries"
+                                               : ", " + std::to_string(v.bytes) + " bytes") +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, file_op_requested>)
+        return v.op_id + ": " + to_string(v.kind) + " " + v.path +
+               (v.to_path.empty() ? "" : " -> " + v.to_path) +
+               (v.kind == file_op_kind::write ? ", " + std::to_string(v.bytes) + " bytes" : "");
+      else if constexpr (std::is_same_v<T, file_op_finished>)
+        return v.op_id + ": " + to_string(v.kind) + " " + to_string(v.outcome) +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, exec_kill_requested>)
+        return v.exec_id + ": signal " + std::to_string(v.signal);
       else if constexpr (std::is_same_v<T, storage_sampled>)
         return std::to_string(v.writable_layer_bytes) + " bytes";
       else if constexpr (std::is_same_v<T, snapshot_taken>)
@@ -55,6 +72,30 @@ std::string detail_of(const events::payload& p) {
         return "";
     },
     p);
+}
+
+// The outcome of an operation's result event when it did not succeed: the error code's
+// name, or "interrupted" (sandboxd stopped while it ran); empty when it succeeded or the
+// event reports no operation.
+std::optional<std::string> failure_of(const events::payload& p) {
+  using namespace events;
+  auto of = [](op_outcome outcome,
+               const std::optional<error>& failure) -> std::optional<std::string> {
+    if (failure)
+      return to_string(failure->code);
+    if (outcome == op_outcome::interrupted)
+      return "interrupted";
+    if (outcome != op_outcome::completed)
+      return to_string(outcome);
+    return std::nullopt;
+  };
+  if (const auto* x = std::get_if<exec_finished>(&p))
+    return of(x->outcome, x->failure);
+  if (const auto* x = std::get_if<file_op_finished>(&p))
+    return of(x->outcome, x->failure);
+  if (const auto* x = std::get_if<file_read>(&p))
+    return of(op_outcome::completed, x->failure);
+  return std::nullopt;
 }
 
 } // namespace
@@ -73,6 +114,10 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition) {
   } else if (std::holds_alternative<events::unknown>(e.body)) {
     r.action = "unknown";
     r.outcome = "unknown"; // accepted or rejected: only a newer version can tell
+  } else if (auto failure = failure_of(e.body)) {
+    // An operation the runtime refused or that a restart interrupted: its own outcome.
+    r.action = std::string(events::type_name(e.body));
+    r.outcome = *failure;
   } else {
     r.action = std::string(events::type_name(e.body));
     r.outcome = "accepted";

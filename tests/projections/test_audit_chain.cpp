@@ -5,6 +5,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "projections/audit_chain.hpp"
+#include "projections/audit_log.hpp"
 #include "projections/audit_verifier.hpp"
 #include "projections/pg_array.hpp"
 #include "projections/sha256.hpp"
@@ -285,4 +286,53 @@ BOOST_AUTO_TEST_CASE(every_tampering_is_reported) {
     auto f = verify(c);
     BOOST_TEST(f.empty() == !changed, "round " << round << ": " << f.size() << " findings");
   }
+}
+
+// An operation's outcome event carries its own outcome into the audit row: the error code
+// when the runtime refused it, `interrupted` when a restart cut it off, `accepted` when it
+// completed; its intent is a row of its own.
+BOOST_AUTO_TEST_CASE(an_operations_outcome_is_its_audit_rows_outcome) {
+  using namespace sandboxd::events;
+  auto row = [](payload body) {
+    event e;
+    e.event_id = "sb_1:9";
+    e.sandbox_id = "sb_1";
+    e.sequence = 9;
+    e.tenant = "acme";
+    e.principal = "system";
+    e.body = std::move(body);
+    return audit_row_of(e, 0);
+  };
+  file_op_finished refused;
+  refused.op_id = "op-1";
+  refused.outcome = op_outcome::failed;
+  refused.failure = error{sandboxd::errc::resource_exhausted, "disk limit of 512 MiB reached"};
+  auto r = row(refused);
+  BOOST_TEST(r.action == "file_op_finished");
+  BOOST_TEST(r.outcome == "resource_exhausted");
+  BOOST_TEST(r.detail.find("disk limit of 512 MiB reached") != std::string::npos);
+
+  exec_finished cut;
+  cut.exec_id = "x1";
+  cut.outcome = op_outcome::interrupted;
+  BOOST_TEST(row(cut).outcome == "interrupted");
+
+  exec_finished done;
+  done.exec_id = "x1";
+  done.exit_code = 42;
+  BOOST_TEST(row(done).outcome == "accepted"); // it ran; its exit code is its own business
+  BOOST_TEST(row(done).detail == "x1: exit 42");
+
+  file_read missing;
+  missing.path = "/nope";
+  missing.failure = error{sandboxd::errc::not_found, "/nope does not exist"};
+  BOOST_TEST(row(missing).outcome == "not_found");
+
+  file_op_requested intent;
+  intent.op_id = "op-2";
+  intent.kind = file_op_kind::rename;
+  intent.path = "/a";
+  intent.to_path = "/b";
+  BOOST_TEST(row(intent).outcome == "accepted");
+  BOOST_TEST(row(intent).detail == "op-2: rename /a -> /b");
 }

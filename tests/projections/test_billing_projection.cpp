@@ -56,15 +56,17 @@ struct fixture {
 };
 
 // sb-all (tenant acme), 2 GiB of memory, starting at t0 + 17 min = T, every event kind:
-//   seq  1 created (2048 MiB)      T          seq 10 pause_requested (memory) T+3h
-//   seq  2 started                 T          seq 11 paused (memory, 3 GiB)   T+3h
-//   seq  3 storage_sampled 1 GiB   T          seq 12 command_rejected (exec)  T+4h
-//   seq  4 exec_started            T+1h       seq 13 a newer version's kind   T+4h30m
-//   seq  5 exec_finished           T+1h       seq 14 resume_requested         T+5h
-//   seq  6 file_written            T+1h       seq 15 resumed                  T+5h
-//   seq  7 file_read               T+1h       seq 16 failed (running)         T+6h
-//   seq  8 snapshot_taken 3 GiB    T+2h       seq 17 delete_requested         T+7h
-//   seq  9 timeout_changed         T+2h       seq 18 deleted                  T+7h
+//   seq  1 created (2048 MiB)      T          seq 12 timeout_changed          T+2h
+//   seq  2 started                 T          seq 13 pause_requested (memory) T+3h
+//   seq  3 storage_sampled 1 GiB   T          seq 14 paused (memory, 3 GiB)   T+3h
+//   seq  4 exec_started            T+1h       seq 15 command_rejected (exec)  T+4h
+//   seq  5 exec_finished           T+1h       seq 16 a newer version's kind   T+4h30m
+//   seq  6 file_written            T+1h       seq 17 resume_requested         T+5h
+//   seq  7 file_read               T+1h       seq 18 resumed                  T+5h
+//   seq  8 file_op_requested       T+1h       seq 19 failed (running)         T+6h
+//   seq  9 file_op_finished        T+1h       seq 20 delete_requested         T+7h
+//   seq 10 exec_kill_requested     T+1h       seq 21 deleted                  T+7h
+//   seq 11 snapshot_taken 3 GiB    T+2h
 std::vector<events::event> every_kind() {
   using namespace events;
   sandbox_events s("sb-all", "acme", t0_ns);
@@ -81,6 +83,16 @@ std::vector<events::event> every_kind() {
   w.sha256[0] = 0xab;
   s.add(w);
   s.add(file_read{"/workspace/out.txt", 4096});
+  file_op_requested op;
+  op.op_id = "op-1";
+  op.kind = file_op_kind::make_dir;
+  op.path = "/workspace/d";
+  s.add(op);
+  file_op_finished op_done;
+  op_done.op_id = "op-1";
+  op_done.kind = file_op_kind::make_dir;
+  s.add(op_done, "system");
+  s.add(exec_kill_requested{"x4", 15});
   s.after(1h).add(snapshot_taken{"snap-1", 3 * gib}, "system");
   timeout_changed t;
   t.timeouts.idle_timeout = 15min;
@@ -101,7 +113,7 @@ BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::
 
 BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixture) {
   const auto stream = every_kind();
-  BOOST_TEST_REQUIRE(stream.size() == 18u);
+  BOOST_TEST_REQUIRE(stream.size() == 21u);
   std::set<std::string_view> kinds;
   for (const auto& e : stream)
     kinds.insert(events::type_name(e.body));
@@ -126,11 +138,11 @@ BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixt
   BOOST_TEST(usage_to_string(l.storage_byte_ms) == "65712999628800000");
   BOOST_TEST(l.storage_micro_usd == 466);
   BOOST_TEST(b.total_micro_usd == 120'466);
-  // The events that opened and closed each interval: compute 2→10, 15→16; storage 3→8,
-  // 8→11, 11→18.
+  // The events that opened and closed each interval: compute 2→13, 18→19; storage 3→11,
+  // 11→14, 14→21.
   BOOST_TEST(
-    (l.event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:8", "sb-all:10",
-                                             "sb-all:11", "sb-all:15", "sb-all:16", "sb-all:18"}));
+    (l.event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11", "sb-all:13",
+                                             "sb-all:14", "sb-all:18", "sb-all:19", "sb-all:21"}));
 
   // Two hours of it, [t0+2h, t0+4h) (T = t0+17m):
   // compute: T .. T+3h overlaps t0+2h .. t0+3h17m = 77 min: 2 GiB × 77 min = 154 GiB·min,
@@ -147,10 +159,10 @@ BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixt
              usage_to_string(usage_t{326} * gib * minute_ms));
   BOOST_TEST(part.lines[0].storage_micro_usd == 149);
   BOOST_TEST(part.total_micro_usd == 38'649);
-  // The intervals touching those hours: compute 2→10, storage 3→8, 8→11 and 11→18.
+  // The intervals touching those hours: compute 2→13, storage 3→11, 11→14 and 14→21.
   BOOST_TEST(
-    (part.lines[0].event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:8",
-                                                         "sb-all:10", "sb-all:11", "sb-all:18"}));
+    (part.lines[0].event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11",
+                                                         "sb-all:13", "sb-all:14", "sb-all:21"}));
 }
 
 // docs/billing.md: a 4 GiB sandbox running 10 hours, then paused with a 20 GiB writable layer
