@@ -1,8 +1,8 @@
 // authenticator.hpp — who a token stands for: the interface the RPC server asks at
 // `authenticate`, and `identity`, what a Session is bound to.
 //
-// The daemon wires it to the node's token store; tests use token_table (an in-memory table
-// of hashed tokens). lookup() is called on the server's event-loop thread: it must be quick
+// token_authenticator (api/token_authenticator.hpp) answers from the node's token table of
+// hashed tokens. lookup() is called on the server's event-loop thread: it must be quick
 // and must not block. An unknown token is an empty answer; an implementation compares
 // secrets in constant time.
 #pragma once

@@ -289,9 +289,9 @@ result<audit_check> read_store::verify(const std::string& tenant) {
       for (auto& f : projections::verify_audit_log(tx)) {
         if (!tenant.empty() && f.tenant != tenant)
           continue;
-        check.problems.push_back(audit_problem{std::move(f.tenant), f.partition, f.position,
-                                               std::move(f.event_id), std::move(f.problem),
-                                               std::move(f.message)});
+        check.problems.push_back(
+          audit_problem{std::move(f.tenant), f.partition, f.position, std::move(f.event_id),
+                        std::string(projections::to_string(f.problem)), std::move(f.message)});
       }
       return check;
     });

@@ -5,6 +5,8 @@
 // Exit status: 0 after a clean stop (and for --help, --version, --print-config); 1 when the
 // node cannot start (a dependency is unusable; the log says which and what to do); 2 for
 // bad flags or a bad config file.
+#include "api/server.hpp"
+#include "api/token_authenticator.hpp"
 #include "node/daemon_settings.hpp"
 #include "node/logging.hpp"
 #include "node/node.hpp"
@@ -28,6 +30,7 @@
 namespace {
 
 namespace sn = sandboxd::node;
+namespace api = sandboxd::api;
 
 int signal_pipe[2] = {-1, -1};
 
@@ -122,6 +125,15 @@ int main(int argc, char** argv) {
   app.add_flag("--no-dev-token", no_dev_token, "make and accept no development token");
   auto* projectors =
     app.add_option("--projectors", flags.projectors, "projectors of the read models (default 2)");
+  auto* tls_cert = app.add_option("--tls-cert", flags.tls_certificate,
+                                  "PEM certificate for RPC on non-loopback TCP addresses");
+  auto* tls_key = app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
+  auto* quota_sandboxes = app.add_option("--quota-sandboxes", flags.quota_sandboxes,
+                                         "live sandboxes per tenant (default 0: no limit)");
+  auto* quota_memory = app.add_option("--quota-memory-mib", flags.quota_memory_mib,
+                                      "memory MiB of a tenant's live sandboxes (0: no limit)");
+  auto* quota_disk = app.add_option("--quota-disk-mib", flags.quota_disk_mib,
+                                    "disk MiB of a tenant's live sandboxes (0: no limit)");
   app.add_flag("--print-config", print_config,
                "print the effective settings as a config file and exit");
   try {
@@ -175,6 +187,16 @@ int main(int argc, char** argv) {
     settings.dev_token = false;
   if (given(projectors))
     settings.projectors = flags.projectors;
+  if (given(tls_cert))
+    settings.tls_certificate = flags.tls_certificate;
+  if (given(tls_key))
+    settings.tls_key = flags.tls_key;
+  if (given(quota_sandboxes))
+    settings.quota_sandboxes = flags.quota_sandboxes;
+  if (given(quota_memory))
+    settings.quota_memory_mib = flags.quota_memory_mib;
+  if (given(quota_disk))
+    settings.quota_disk_mib = flags.quota_disk_mib;
 
   auto checked = sn::to_daemon_config(settings);
   if (!checked.value) {
@@ -214,20 +236,47 @@ int main(int argc, char** argv) {
     }
     spdlog::info("metrics: http://{}/metrics", bind);
   }
-  // The RPC server's place: started here, last, on config.listen with node.tokens() and
-  // node.plane(); stopped first, before the exposer and the node (it stops taking calls and
-  // finishes the calls in flight).
+  // The RPC server: started last, stopped first (it stops taking calls, then the node
+  // finishes what is in flight).
+  api::token_authenticator auth(node.tokens());
+  std::unique_ptr<api::server> rpc;
   std::string addresses;
-  for (const auto& a : config.listen)
-    addresses += (addresses.empty() ? "" : ", ") + a.to_string();
-  spdlog::info("RPC addresses (served once the RPC server is built in): {}", addresses);
+  {
+    api::server_options o;
+    for (const auto& a : config.listen) {
+      o.listen.push_back(a.to_string());
+      addresses += (addresses.empty() ? "" : ", ") + a.to_string();
+    }
+    o.plane = &node.plane();
+    o.log = &node.log();
+    o.auth = &auth;
+    o.pg_conninfo = node.conninfo();
+    o.pg_schema = node.schema();
+    o.defaults.runtime = node.default_runtime();
+    o.defaults.runtimes = node.runtimes();
+    o.quota = {config.quota.sandboxes, config.quota.memory_mib, config.quota.disk_mib};
+    o.tls_certificate_file = config.tls_certificate;
+    o.tls_key_file = config.tls_key;
+    o.version = std::string(sn::version());
+    try {
+      rpc = std::make_unique<api::server>(std::move(o));
+    } catch (const std::exception& e) {
+      spdlog::error("sandboxd cannot start: RPC server on {}: {}; check --listen", addresses,
+                    e.what());
+      exposer.reset();
+      node.stop();
+      return 1;
+    }
+  }
+  spdlog::info("serving RPC on {}", addresses);
   if (!node.dev_token_path().empty())
     spdlog::info("development token: {}", node.dev_token_path());
   spdlog::info("sandboxd ready");
 
   const int sig = wait_for_stop_signal();
   spdlog::info("signal {} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  // Stop in the reverse order: (the RPC server,) the metrics endpoint, the node.
+  // Stop in the reverse order: the RPC server, the metrics endpoint, the node.
+  rpc.reset();
   exposer.reset();
   node.stop();
   spdlog::info("sandboxd stopped");

@@ -13,7 +13,7 @@
 // Usage: api_bench [--json] [--seconds S] [--in-flight N]
 #include "actors/control_plane.hpp"
 #include "api/server.hpp"
-#include "api/token_table.hpp"
+#include "api/token_authenticator.hpp"
 #include "events/file_log.hpp"
 #include "runtime/hollow_driver.hpp"
 #include "schemas/api.capnp.h"
@@ -159,7 +159,7 @@ int main(int argc, char** argv) {
   po.snapshot_every_records = 0;
   po.storage_sample_interval = events::nanoseconds(0);
   actors::control_plane plane(po);
-  api::token_table tokens;
+  api::token_authenticator tokens;
   tokens.add("bench-token", {"bench", "bench", {"sandboxes"}});
   api::server_options so;
   so.listen = {"unix:" + (dir / "api.sock")};

@@ -17,7 +17,6 @@ namespace {
 
 namespace s = sandboxd::schema;
 
-
 // Traversal limit per word of input: a well-formed record is read about once; the margin
 // covers zero-sized list elements, which Cap'n Proto charges as one word each.
 constexpr std::uint64_t k_traversal_words_per_word = 4;

@@ -21,7 +21,6 @@ namespace {
 
 namespace s = sandboxd::schema;
 
-
 capnp::Text::Reader text(const std::string& v) {
   return {v.data(), v.size()};
 }

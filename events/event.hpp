@@ -205,7 +205,7 @@ struct exec_started {
   std::string exec_id;
   std::vector<std::string> argv;
   std::string working_directory;
-  nanoseconds timeout{0}; // zero: none
+  nanoseconds timeout{0};   // zero: none
   std::vector<env_var> env; // this exec's own variables
   std::uint64_t stdin_bytes = 0;
   std::optional<sha256_digest> stdin_sha256; // none when stdin is streamed or empty
@@ -255,10 +255,10 @@ struct file_op_requested {
   std::string op_id; // unique per sandbox; file_op_finished names it
   file_op_kind kind = file_op_kind::write;
   std::string path;
-  std::string to_path;    // rename: the new path
-  bool recursive = false; // remove: a directory and its contents; make_dir: parents too
-  std::uint32_t mode = 0; // write, make_dir: permission bits
-  std::uint64_t bytes = 0;             // write: the content's size
+  std::string to_path;     // rename: the new path
+  bool recursive = false;  // remove: a directory and its contents; make_dir: parents too
+  std::uint32_t mode = 0;  // write, make_dir: permission bits
+  std::uint64_t bytes = 0; // write: the content's size
   std::optional<sha256_digest> sha256; // write: of the content
   bool operator==(const file_op_requested&) const = default;
 };

@@ -137,7 +137,7 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   const std::string where = "config file " + source;
   table_reader top(doc, where + " ", failure);
   top.allow({"data_dir", "listen", "metrics_addr", "log", "event_log", "kafka", "postgres",
-             "runtimes", "tokens", "projections"});
+             "runtimes", "tokens", "projections", "tls", "quotas"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
@@ -194,6 +194,19 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
     r.read("file", s.tokens_file);
     r.read("dev_token", s.dev_token);
   }
+  if (const auto* t = top.table("tls")) {
+    table_reader r(*t, top.where("tls"), failure);
+    r.allow({"certificate", "key"});
+    r.read("certificate", s.tls_certificate);
+    r.read("key", s.tls_key);
+  }
+  if (const auto* t = top.table("quotas")) {
+    table_reader r(*t, top.where("quotas"), failure);
+    r.allow({"sandboxes", "memory_mib", "disk_mib"});
+    r.read("sandboxes", s.quota_sandboxes);
+    r.read("memory_mib", s.quota_memory_mib);
+    r.read("disk_mib", s.quota_disk_mib);
+  }
   if (const auto* t = top.table("projections")) {
     table_reader r(*t, top.where("projections"), failure);
     r.allow({"projectors"});
@@ -233,7 +246,11 @@ std::string to_toml(const daemon_settings& s) {
     << "\ndefault = " << toml_string(s.default_runtime) << "\n\n"
     << "[tokens]\nfile = " << toml_string(s.tokens_file)
     << "\ndev_token = " << (s.dev_token ? "true" : "false") << "\n\n"
-    << "[projections]\nprojectors = " << s.projectors << "\n";
+    << "[projections]\nprojectors = " << s.projectors << "\n\n"
+    << "[tls]\ncertificate = " << toml_string(s.tls_certificate)
+    << "\nkey = " << toml_string(s.tls_key) << "\n\n"
+    << "[quotas]\nsandboxes = " << s.quota_sandboxes << "\nmemory_mib = " << s.quota_memory_mib
+    << "\ndisk_mib = " << s.quota_disk_mib << "\n";
   return o.str();
 }
 
@@ -329,6 +346,21 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
       return fail("metrics address: " + a.failure->message);
     c.metrics = a.value;
   }
+  if (s.tls_certificate.empty() != s.tls_key.empty())
+    return fail("TLS needs both a certificate and a key; give --tls-cert and --tls-key");
+  auto absolute = [](const std::string& p) {
+    return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+  };
+  c.tls_certificate = absolute(s.tls_certificate);
+  c.tls_key = absolute(s.tls_key);
+  for (const auto& [name, v] :
+       {std::pair{"sandboxes", s.quota_sandboxes}, std::pair{"memory_mib", s.quota_memory_mib},
+        std::pair{"disk_mib", s.quota_disk_mib}})
+    if (v < 0)
+      return fail(std::string("quota ") + name + " is negative; use 0 for no limit");
+  c.quota = {static_cast<std::uint64_t>(s.quota_sandboxes),
+             static_cast<std::uint64_t>(s.quota_memory_mib),
+             static_cast<std::uint64_t>(s.quota_disk_mib)};
   r.value = std::move(c);
   return r;
 }

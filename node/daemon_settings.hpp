@@ -40,6 +40,13 @@ struct daemon_settings {
   std::string tokens_file;
   bool dev_token = true;
   std::int64_t projectors = 2;
+  // TLS for RPC on TCP addresses that are not loopback (PEM files).
+  std::string tls_certificate;
+  std::string tls_key;
+  // Every tenant's quota; 0: no limit.
+  std::int64_t quota_sandboxes = 0;
+  std::int64_t quota_memory_mib = 0;
+  std::int64_t quota_disk_mib = 0;
 };
 
 // Reads a config file's text into `s` (keys it does not set keep their values). `source`
@@ -54,9 +61,19 @@ std::string to_toml(const daemon_settings& s);
 
 enum class log_format { text, json };
 
+// A tenant's quota: live sandboxes, their memory and their disk; 0 is no limit.
+struct quota_settings {
+  std::uint64_t sandboxes = 0;
+  std::uint64_t memory_mib = 0;
+  std::uint64_t disk_mib = 0;
+};
+
 struct daemon_config {
   node_config node;
-  std::vector<listen_address> listen;    // reserved for the RPC server; at least one
+  std::vector<listen_address> listen; // the RPC server's addresses; at least one
+  std::string tls_certificate;        // absolute, or empty
+  std::string tls_key;
+  quota_settings quota;
   std::optional<listen_address> metrics; // tcp
   log_format format = log_format::text;
   std::string log_level;

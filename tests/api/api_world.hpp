@@ -7,7 +7,7 @@
 #include "actors/control_plane.hpp"
 #include "api/client.hpp"
 #include "api/server.hpp"
-#include "api/token_table.hpp"
+#include "api/token_authenticator.hpp"
 #include "events/file_log.hpp"
 #include "projections/projector.hpp"
 #include "runtime/hollow_driver.hpp"
@@ -67,7 +67,7 @@ struct api_world {
   std::unique_ptr<actors::control_plane> plane;
   std::string schema;
   std::unique_ptr<projections::projector> projector;
-  api::token_table tokens;
+  api::token_authenticator tokens;
   std::unique_ptr<api::server> server;
   std::string address;
 

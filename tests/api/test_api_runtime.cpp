@@ -7,7 +7,7 @@
 #include "actors/control_plane.hpp"
 #include "api/client.hpp"
 #include "api/server.hpp"
-#include "api/token_table.hpp"
+#include "api/token_authenticator.hpp"
 #include "events/file_log.hpp"
 #include "runtime/oci_driver.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -39,7 +39,7 @@ void lifecycle(runtime::oci_runtime kind, events::runtime_kind as) {
   po.data_dir = dir / "data";
   po.snapshot_every_records = 0;
   actors::control_plane plane(po);
-  api::token_table tokens;
+  api::token_authenticator tokens;
   tokens.add("rt-token", {"t", "p", {"sandboxes"}});
   api::server_options so;
   so.listen = {"unix:" + (dir / "api.sock")};

@@ -6,7 +6,7 @@
 #include "api/address.hpp"
 #include "api/rpc_error.hpp"
 #include "api/tenant_ledger.hpp"
-#include "api/token_table.hpp"
+#include "api/token_authenticator.hpp"
 
 #include <kj/debug.h>
 
@@ -107,7 +107,7 @@ BOOST_AUTO_TEST_CASE(addresses_parse_and_know_loopback) {
 }
 
 BOOST_AUTO_TEST_CASE(token_table_knows_only_whole_tokens) {
-  api::token_table t;
+  api::token_authenticator t;
   t.add("secret-token-1", {"acme", "ci", {"sandboxes"}});
   auto who = t.lookup("secret-token-1");
   BOOST_REQUIRE(who.has_value());
