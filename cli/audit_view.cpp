@@ -24,7 +24,7 @@ json audit_row_json(const api::audit_entry& e) {
 std::string audit_table(const std::vector<api::audit_entry>& rows) {
   std::vector<row> cells;
   for (const auto& e : rows)
-    cells.push_back({format_time(time_point{std::chrono::nanoseconds{e.occurred_at_ns}}),
+    cells.push_back({format_time_millis(time_point{std::chrono::nanoseconds{e.occurred_at_ns}}),
                      e.sandbox_id, e.principal, e.action, e.outcome,
                      std::to_string(e.partition) + "/" + std::to_string(e.position), e.detail});
   return render_table({"TIME", "SANDBOX", "PRINCIPAL", "ACTION", "OUTCOME", "CHAIN", "DETAIL"},

@@ -41,6 +41,14 @@ command_table::command_table()
   add_event_commands(*this);
   add_report_commands(*this);
   add_meta_commands(*this);
+
+  // A repeatable flag takes one value per use (--label a=b --label c=d): without this CLI11
+  // lets it swallow the words after it, "--" included, so `exec ID --env A=1 -- sh -c x`
+  // would lose its "--".
+  for (CLI::App* c : order_)
+    for (CLI::Option* o : c->get_options())
+      if (!o->get_positional() && o->get_expected_max() > 1)
+        o->allow_extra_args(false);
 }
 
 CLI::App* command_table::add(CLI::App& parent, const std::string& name, const std::string& summary,

@@ -239,7 +239,7 @@ json event_json(const api::streamed_event& s) {
 
 std::string event_line(const api::streamed_event& s) {
   const auto& e = s.event;
-  std::string line = format_time(e.occurred_at) + "  " + e.sandbox_id + "  " +
+  std::string line = format_time_millis(e.occurred_at) + "  " + e.sandbox_id + "  " +
                      std::to_string(e.sequence) + "  " + std::string(events::type_name(e.body)) +
                      "  " + e.principal;
   const auto essentials = pairs_text(payload_json(e.body));

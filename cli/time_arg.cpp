@@ -134,6 +134,16 @@ std::string format_time_seconds(time_point t) {
   return buf;
 }
 
+std::string format_time_millis(time_point t) {
+  const auto ms = floor<milliseconds>(t);
+  std::string out = format_time_seconds(ms);
+  char buf[24];
+  std::snprintf(buf, sizeof buf, ".%03lld",
+                static_cast<long long>((ms - floor<seconds>(ms)).count()));
+  out.insert(out.size() - 1, buf);
+  return out;
+}
+
 time_point floor_hour(time_point t) {
   return floor<hours>(t);
 }

@@ -24,6 +24,8 @@ result<time_point> parse_time(std::string_view text, time_point now);
 std::string format_time(time_point t);
 // To the second, for tables: "2026-12-01T13:59:27Z".
 std::string format_time_seconds(time_point t);
+// To the millisecond, always three digits, for event lines: "2026-12-01T13:59:27.045Z".
+std::string format_time_millis(time_point t);
 
 // The whole hour at or before `t`, and at or after it.
 time_point floor_hour(time_point t);
