@@ -660,7 +660,9 @@ result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns
     req.setBy(by == bill_grouping::hour  ? rpc::BillGrouping::HOUR
               : by == bill_grouping::day ? rpc::BillGrouping::DAY
                                          : rpc::BillGrouping::SANDBOX);
-    auto r = req.send().wait(impl_->ws()).getReport();
+    // The response owns the message the readers point into: it must outlive them.
+    auto resp = req.send().wait(impl_->ws());
+    auto r = resp.getReport();
     bill_report b;
     for (auto l : r.getLines()) {
       bill_line x;
