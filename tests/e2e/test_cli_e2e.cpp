@@ -573,6 +573,12 @@ BOOST_AUTO_TEST_CASE(background_execs_are_listed_waited_for_and_killed,
   BOOST_TEST(killed.exit_code == 137, killed);
   BOOST_TEST(killed.doc()["signal"] == 9);
   BOOST_TEST(ctl_ok(d, {"ps", id}).find(slow_id) == std::string::npos);
+  // The default signal is TERM; --json says what was sent.
+  const auto third = json::parse(ctl_ok(d, {"--json", "exec", "-d", id, "--", "sleep", "301"}));
+  auto sent = json::parse(ctl_ok(d, {"--json", "kill", id, third["exec_id"]}));
+  BOOST_TEST(sent["exec_id"] == third["exec_id"]);
+  BOOST_TEST(sent["signal"] == 15);
+  BOOST_TEST(ctl(d, {"wait", id, third["exec_id"]}).exit_code == 128 + 15);
   expect_error(ctl(d, {"exec", "-i", "-d", id, "--", "true"}), 200, "usage",
                "-i and --background do not go together");
 }
@@ -612,7 +618,8 @@ BOOST_AUTO_TEST_CASE(write_read_ls_stat_mkdir_mv_rm, *utf::precondition(files_se
   std::string all;
   for (int i = 0; i < 256; ++i)
     all += static_cast<char>(i);
-  ctl_ok(d, {"mkdir", "-p", id, "/workspace/a/b"});
+  BOOST_TEST(json::parse(ctl_ok(d, {"--json", "mkdir", "-p", id, "/workspace/a/b"}))["created"] ==
+             "/workspace/a/b");
   ctl_ok(d, {"write", id, "/workspace/a/b/bytes.bin"}, {all});
   BOOST_TEST((ctl_ok(d, {"read", id, "/workspace/a/b/bytes.bin"}) == all));
   auto wrote = json::parse(
@@ -638,11 +645,18 @@ BOOST_AUTO_TEST_CASE(write_read_ls_stat_mkdir_mv_rm, *utf::precondition(files_se
   BOOST_TEST(ctl_ok(d, {"stat", id, "/workspace/a"}).find("type:      directory") !=
              std::string::npos);
 
-  ctl_ok(d, {"mv", id, "/workspace/x.txt", "/workspace/y.txt"});
+  auto moved = json::parse(ctl_ok(d, {"--json", "mv", id, "/workspace/x.txt", "/workspace/y.txt"}));
+  BOOST_TEST(moved["to"] == "/workspace/y.txt");
   BOOST_TEST(ctl_ok(d, {"read", id, "/workspace/y.txt"}) == "hello\n");
   expect_error(ctl(d, {"read", id, "/workspace/x.txt"}), 201, "not_found", "x.txt");
-  expect_error(ctl(d, {"rm", id, "/workspace/a"}), 208, "is_a_directory", "/workspace/a");
-  ctl_ok(d, {"rm", "-r", id, "/workspace/a"});
+  // A directory with something in it goes only with -r.
+  auto not_recursive = ctl(d, {"rm", id, "/workspace/a"});
+  BOOST_TEST((not_recursive.exit_code > 200 && not_recursive.exit_code <= 210), not_recursive);
+  BOOST_TEST(json::parse(ctl_ok(d, {"--json", "stat", id, "/workspace/a/b/bytes.bin"}))["size"] ==
+             256);
+  BOOST_TEST(json::parse(ctl_ok(d, {"--json", "rm", "-r", id, "/workspace/a"}))["removed"] ==
+             "/workspace/a");
+  expect_error(ctl(d, {"stat", id, "/workspace/a"}), 201, "not_found", "/workspace/a");
   expect_error(ctl(d, {"ls", id, "/workspace/y.txt"}), 207, "not_a_directory", "y.txt");
   expect_error(ctl(d, {"read", id, "/workspace"}), 208, "is_a_directory", "/workspace");
   ctl_ok(d, {"delete", id});
