@@ -132,8 +132,12 @@ int main(int argc, char** argv) {
   auto* topic =
     app.add_option("--kafka-topic", flags.kafka_topic, "Kafka topic (default sandboxd-events)");
   auto* replication = app.add_option("--kafka-replication", flags.kafka_replication,
-                                     "replication factor of a topic sandboxd creates (-1: the "
-                                     "broker's default)");
+                                     "replication factor the Kafka topic needs (default 3; "
+                                     "1 on a single broker)");
+  auto* min_insync =
+    app.add_option("--kafka-min-insync", flags.kafka_min_insync,
+                   "copies of an event before an append is acknowledged (default 2; 1 on a "
+                   "single broker)");
   auto* postgres = app.add_option("--postgres", flags.postgres,
                                   "libpq conninfo of an existing PostgreSQL (default: embedded)");
   auto* pg_bin = app.add_option("--postgres-bin-dir", flags.postgres_bin_dir,
@@ -198,6 +202,8 @@ int main(int argc, char** argv) {
     settings.kafka_topic = flags.kafka_topic;
   if (given(replication))
     settings.kafka_replication = flags.kafka_replication;
+  if (given(min_insync))
+    settings.kafka_min_insync = flags.kafka_min_insync;
   if (given(postgres))
     settings.postgres = flags.postgres;
   if (given(pg_bin))

@@ -155,10 +155,11 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   }
   if (const auto* t = top.table("kafka")) {
     table_reader r(*t, top.where("kafka"), failure);
-    r.allow({"brokers", "topic", "replication_factor", "properties"});
+    r.allow({"brokers", "topic", "replication_factor", "min_insync_replicas", "properties"});
     r.read("brokers", s.kafka_brokers);
     r.read("topic", s.kafka_topic);
     r.read("replication_factor", s.kafka_replication);
+    r.read("min_insync_replicas", s.kafka_min_insync);
     if (const auto* p = r.table("properties")) {
       std::vector<std::pair<std::string, std::string>> props;
       for (auto&& [key, value] : *p) {
@@ -235,7 +236,8 @@ std::string to_toml(const daemon_settings& s) {
     << "\n\n"
     << "[kafka]\nbrokers = " << toml_string(s.kafka_brokers)
     << "\ntopic = " << toml_string(s.kafka_topic)
-    << "\nreplication_factor = " << s.kafka_replication << "\n\n[kafka.properties]\n";
+    << "\nreplication_factor = " << s.kafka_replication
+    << "\nmin_insync_replicas = " << s.kafka_min_insync << "\n\n[kafka.properties]\n";
   for (const auto& [k, v] : s.kafka_properties)
     o << toml_string(k) << " = " << toml_string(v) << "\n";
   o << "\n[postgres]\nconninfo = " << toml_string(s.postgres)
@@ -291,11 +293,17 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   if (s.partitions < 1 || s.partitions > 1024)
     return fail("partitions must be 1 to 1024 (it is " + std::to_string(s.partitions) + ")");
   c.node.partitions = static_cast<std::int32_t>(s.partitions);
-  if (s.kafka_replication < -1 || s.kafka_replication == 0 || s.kafka_replication > 32767)
-    return fail("the kafka replication factor must be -1 (the broker's default) or 1 to 32767");
+  if (s.kafka_replication < 1 || s.kafka_replication > 32767)
+    return fail("the kafka replication factor must be 1 to 32767 (it is " +
+                std::to_string(s.kafka_replication) + ")");
+  if (s.kafka_min_insync < 1 || s.kafka_min_insync > s.kafka_replication)
+    return fail("the kafka min_insync_replicas must be 1 to the replication factor " +
+                std::to_string(s.kafka_replication) + " (it is " +
+                std::to_string(s.kafka_min_insync) + ")");
   c.node.kafka.brokers = s.kafka_brokers;
   c.node.kafka.topic = s.kafka_topic;
   c.node.kafka.replication_factor = static_cast<std::int16_t>(s.kafka_replication);
+  c.node.kafka.min_insync_replicas = static_cast<std::int32_t>(s.kafka_min_insync);
   c.node.kafka.config = s.kafka_properties;
 
   c.node.postgres = s.postgres;

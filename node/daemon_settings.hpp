@@ -30,7 +30,8 @@ struct daemon_settings {
   std::int64_t partitions = 8;
   std::string kafka_brokers;
   std::string kafka_topic = "sandboxd-events";
-  std::int64_t kafka_replication = -1;
+  std::int64_t kafka_replication = 3;
+  std::int64_t kafka_min_insync = 2;
   std::vector<std::pair<std::string, std::string>> kafka_properties;
   std::string postgres; // conninfo; empty: embedded
   std::string postgres_bin_dir = "/usr/lib/postgresql/15/bin";

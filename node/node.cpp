@@ -140,6 +140,7 @@ void node::start() {
       o.topic = config_.kafka.topic;
       o.partitions = config_.partitions;
       o.replication_factor = config_.kafka.replication_factor;
+      o.min_insync_replicas = config_.kafka.min_insync_replicas;
       o.config = config_.kafka.config;
       raw_log_ = std::make_unique<events::kafka_log>(o);
     }

@@ -26,7 +26,11 @@ enum class log_kind { file, kafka };
 struct kafka_settings {
   std::string brokers; // "host:port,host:port"
   std::string topic = "sandboxd-events";
-  std::int16_t replication_factor = -1; // for a topic the node creates; -1: the broker's default
+  // Copies of each event and how many must have it before an append is acknowledged: a
+  // topic the node creates gets them, an existing topic with fewer is refused
+  // (events/kafka_log.hpp). A single broker needs 1 and 1.
+  std::int16_t replication_factor = 3;
+  std::int32_t min_insync_replicas = 2;
   std::vector<std::pair<std::string, std::string>> config; // extra librdkafka properties
 };
 

@@ -102,6 +102,7 @@ inline void use_log_under_test(nd::node_config& c, std::int32_t partitions = 4) 
   c.kafka.brokers = shared_kafka_bootstrap();
   c.kafka.topic = unique_name("node-");
   c.kafka.replication_factor = 1;
+  c.kafka.min_insync_replicas = 1;
 #else
   c.log = nd::log_kind::file;
 #endif

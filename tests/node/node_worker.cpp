@@ -53,6 +53,7 @@ int main(int argc, char** argv) {
     c.kafka.brokers = argv[3];
     c.kafka.topic = argv[4];
     c.kafka.replication_factor = 1;
+    c.kafka.min_insync_replicas = 1;
   }
   c.runtimes = {ev::runtime_kind::hollow};
   c.plane.runtime_threads = 4;
