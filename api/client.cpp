@@ -76,6 +76,76 @@ void set_timeouts(rpc::TimeoutSettings::Builder b, const timeout_change& t) {
   }
 }
 
+void set_env(capnp::List<rpc::EnvVar>::Builder b, const std::vector<events::env_var>& env) {
+  for (unsigned i = 0; i < env.size(); ++i) {
+    b[i].setName(env[i].name);
+    b[i].setValue(env[i].value);
+    b[i].setSecret(env[i].secret);
+  }
+}
+
+void set_exec_request(rpc::ExecRequest::Builder b, const exec_options& o) {
+  auto argv = b.initArgv(static_cast<unsigned>(o.argv.size()));
+  for (unsigned i = 0; i < o.argv.size(); ++i)
+    argv.set(i, o.argv[i]);
+  set_env(b.initEnv(static_cast<unsigned>(o.env.size())), o.env);
+  b.setCwd(o.cwd);
+  b.setStdin(
+    kj::arrayPtr(reinterpret_cast<const kj::byte*>(o.stdin_bytes.data()), o.stdin_bytes.size()));
+  b.setTimeoutNs(o.timeout.count());
+  b.setMaxOutputBytes(o.max_output_bytes);
+}
+
+exec_result exec_result_of(rpc::ExecResult::Reader r) {
+  exec_result x;
+  x.exec_id = r.getExecId().cStr();
+  x.exit_code = r.getExitCode();
+  x.signal = r.getSignal();
+  x.timed_out = r.getTimedOut();
+  x.oom_killed = r.getOomKilled();
+  x.output_truncated = r.getOutputTruncated();
+  x.interrupted = r.getInterrupted();
+  x.duration_ns = r.getDurationNs();
+  x.stdout_bytes = r.getStdoutBytes();
+  x.stderr_bytes = r.getStderrBytes();
+  return x;
+}
+
+exec_info exec_info_of(rpc::ExecInfo::Reader r) {
+  exec_info x;
+  x.exec_id = r.getExecId().cStr();
+  for (auto a : r.getArgv())
+    x.argv.emplace_back(a.cStr());
+  x.started_at_ns = r.getStartedAtNs();
+  return x;
+}
+
+file_info file_info_of(rpc::FileInfo::Reader r) {
+  file_info x;
+  x.path = r.getPath().cStr();
+  switch (r.getType()) {
+  case rpc::FileType::REGULAR:
+    x.type = file_type::regular;
+    break;
+  case rpc::FileType::DIRECTORY:
+    x.type = file_type::directory;
+    break;
+  case rpc::FileType::SYMLINK:
+    x.type = file_type::symlink;
+    break;
+  default:
+    x.type = file_type::other;
+  }
+  x.size = r.getSize();
+  x.mode = r.getMode();
+  x.mtime_ns = r.getMtimeNs();
+  return x;
+}
+
+std::string bytes_of(capnp::Data::Reader d) {
+  return std::string(reinterpret_cast<const char*>(d.begin()), d.size());
+}
+
 sandbox_info info_of(rpc::SandboxInfo::Reader r) {
   sandbox_info i;
   i.id = r.getId().cStr();
@@ -157,6 +227,41 @@ private:
   std::shared_ptr<stream_state> s_;
 };
 
+// An exec's output, handed to the callback on the client's thread as it arrives. The
+// callback is cleared once the call returns.
+class output_sink final : public rpc::OutputSink::Server {
+public:
+  explicit output_sink(std::shared_ptr<const output_callback*> on) : on_(std::move(on)) {}
+
+  kj::Promise<void> write(WriteContext context) override {
+    auto p = context.getParams();
+    auto data = p.getData();
+    if (*on_ && **on_)
+      (**on_)(p.getStream() == rpc::OutputStream::STDERR ? output_stream::err : output_stream::out,
+              std::string_view(reinterpret_cast<const char*>(data.begin()), data.size()));
+    return kj::READY_NOW;
+  }
+
+private:
+  std::shared_ptr<const output_callback*> on_;
+};
+
+// A file's content, handed to the callback on the client's thread as it arrives.
+class byte_sink final : public rpc::ByteSink::Server {
+public:
+  explicit byte_sink(std::shared_ptr<const chunk_callback*> on) : on_(std::move(on)) {}
+
+  kj::Promise<void> write(WriteContext context) override {
+    auto data = context.getParams().getData();
+    if (*on_ && **on_)
+      (**on_)(std::string_view(reinterpret_cast<const char*>(data.begin()), data.size()));
+    return kj::READY_NOW;
+  }
+
+private:
+  std::shared_ptr<const chunk_callback*> on_;
+};
+
 } // namespace
 
 // The thread's kj event loop, shared by every client of the thread (kj allows one loop per
@@ -188,6 +293,12 @@ struct client::impl {
   identity who;
 
   kj::WaitScope& ws() { return io.waitScope; }
+
+  // Lets calls that arrived before a call's answer (output and content chunks sent ahead
+  // of it) run before the answer is handed back.
+  void drain() {
+    kj::evalLast([] {}).wait(ws());
+  }
 
   rpc::Sandbox::Client open(const std::string& id) {
     auto req = session.openRequest();
@@ -287,6 +398,7 @@ result<sandbox_info> client::create(const create_options& o) {
     set_labels(r.initLabels(static_cast<unsigned>(o.labels.size())), o.labels);
     api::set_timeouts(r.initTimeouts(), o.timeouts);
     r.setClientRequestId(o.client_request_id);
+    set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
     return info_of(req.send().wait(impl_->ws()).getInfo());
   });
 }
@@ -388,6 +500,156 @@ result<std::string> client::watch(const std::string& sandbox_id, std::uint64_t f
   return r;
 }
 
+result<exec_result> client::exec(const std::string& sandbox_id, const exec_options& options,
+                                 const output_callback& on_output) {
+  auto on = std::make_shared<const output_callback*>(&on_output);
+  auto r = guarded<exec_result>([&] {
+    auto req = impl_->open(sandbox_id).execRequest();
+    set_exec_request(req.initRequest(), options);
+    if (on_output)
+      req.setOutput(kj::heap<output_sink>(on));
+    auto resp = req.send().wait(impl_->ws());
+    impl_->drain();
+    return exec_result_of(resp.getResult());
+  });
+  *on = nullptr;
+  return r;
+}
+
+result<exec_info> client::start(const std::string& sandbox_id, const exec_options& options) {
+  return guarded<exec_info>([&] {
+    auto req = impl_->open(sandbox_id).startRequest();
+    set_exec_request(req.initRequest(), options);
+    auto exec = req.send().getExec();
+    return exec_info_of(exec.infoRequest().send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<std::vector<exec_info>> client::execs(const std::string& sandbox_id) {
+  return guarded<std::vector<exec_info>>([&] {
+    auto resp = impl_->open(sandbox_id).execsRequest().send().wait(impl_->ws());
+    std::vector<exec_info> out;
+    for (auto e : resp.getExecs())
+      out.push_back(exec_info_of(e));
+    return out;
+  });
+}
+
+result<exec_result> client::wait_exec(const std::string& sandbox_id, const std::string& exec_id) {
+  return guarded<exec_result>([&] {
+    auto req = impl_->open(sandbox_id).openExecRequest();
+    req.setExecId(exec_id);
+    auto exec = req.send().getExec();
+    return exec_result_of(exec.waitRequest().send().wait(impl_->ws()).getResult());
+  });
+}
+
+result<void> client::kill_exec(const std::string& sandbox_id, const std::string& exec_id,
+                               int signal) {
+  return guarded<void>([&] {
+    auto req = impl_->open(sandbox_id).openExecRequest();
+    req.setExecId(exec_id);
+    auto kill = req.send().getExec().killRequest();
+    kill.setSignal(signal);
+    kill.send().wait(impl_->ws());
+  });
+}
+
+result<file_digest> client::read_file(const std::string& sandbox_id, const std::string& path,
+                                      const chunk_callback& on_chunk) {
+  auto on = std::make_shared<const chunk_callback*>(&on_chunk);
+  auto r = guarded<file_digest>([&] {
+    auto req = impl_->open(sandbox_id).readFileRequest();
+    req.setPath(path);
+    req.setSink(kj::heap<byte_sink>(on));
+    auto resp = req.send().wait(impl_->ws());
+    impl_->drain();
+    return file_digest{file_info_of(resp.getInfo()), bytes_of(resp.getSha256())};
+  });
+  *on = nullptr;
+  return r;
+}
+
+result<file_digest> client::write_file(const std::string& sandbox_id, const std::string& path,
+                                       std::uint32_t mode, const chunk_source& next) {
+  return guarded<file_digest>([&] {
+    auto req = impl_->open(sandbox_id).writeFileRequest();
+    req.setPath(path);
+    req.setMode(mode);
+    auto upload = req.send().getUpload();
+    std::string chunk;
+    for (;;) {
+      const auto step = next(chunk);
+      if (step == source_step::failed)
+        throw_error(errc::invalid_argument,
+                    "the content of " + path + " could not be read; nothing was written");
+      if (step == source_step::end)
+        break;
+      if (chunk.empty())
+        continue;
+      auto w = upload.writeRequest();
+      w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
+      // Resolves when the flow-control window has room: at most a window is in flight.
+      w.send().wait(impl_->ws());
+    }
+    auto resp = upload.commitRequest().send().wait(impl_->ws());
+    return file_digest{file_info_of(resp.getInfo()), bytes_of(resp.getSha256())};
+  });
+}
+
+result<dir_listing> client::list_dir(const std::string& sandbox_id, const std::string& path,
+                                     std::uint32_t limit) {
+  return guarded<dir_listing>([&] {
+    auto req = impl_->open(sandbox_id).listDirRequest();
+    req.setPath(path);
+    req.setLimit(limit);
+    auto resp = req.send().wait(impl_->ws());
+    dir_listing out;
+    for (auto e : resp.getEntries())
+      out.entries.push_back(dir_entry{e.getName().cStr(), file_info_of(e.getInfo())});
+    out.truncated = resp.getTruncated();
+    return out;
+  });
+}
+
+result<file_info> client::stat(const std::string& sandbox_id, const std::string& path) {
+  return guarded<file_info>([&] {
+    auto req = impl_->open(sandbox_id).statRequest();
+    req.setPath(path);
+    return file_info_of(req.send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<void> client::make_dir(const std::string& sandbox_id, const std::string& path,
+                              bool parents) {
+  return guarded<void>([&] {
+    auto req = impl_->open(sandbox_id).makeDirRequest();
+    req.setPath(path);
+    req.setParents(parents);
+    req.send().wait(impl_->ws());
+  });
+}
+
+result<void> client::remove_path(const std::string& sandbox_id, const std::string& path,
+                                 bool recursive) {
+  return guarded<void>([&] {
+    auto req = impl_->open(sandbox_id).removeRequest();
+    req.setPath(path);
+    req.setRecursive(recursive);
+    req.send().wait(impl_->ws());
+  });
+}
+
+result<void> client::rename(const std::string& sandbox_id, const std::string& from,
+                            const std::string& to) {
+  return guarded<void>([&] {
+    auto req = impl_->open(sandbox_id).renameRequest();
+    req.setFrom(from);
+    req.setTo(to);
+    req.send().wait(impl_->ws());
+  });
+}
+
 result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns,
                                  std::int64_t to_ns, bill_grouping by) {
   return guarded<bill_report>([&] {
@@ -398,7 +660,9 @@ result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns
     req.setBy(by == bill_grouping::hour  ? rpc::BillGrouping::HOUR
               : by == bill_grouping::day ? rpc::BillGrouping::DAY
                                          : rpc::BillGrouping::SANDBOX);
-    auto r = req.send().wait(impl_->ws()).getReport();
+    // The response owns the message the readers point into: it must outlive them.
+    auto resp = req.send().wait(impl_->ws());
+    auto r = resp.getReport();
     bill_report b;
     for (auto l : r.getLines()) {
       bill_line x;

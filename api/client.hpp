@@ -85,7 +85,27 @@ struct create_options {
   std::vector<events::label> labels;
   timeout_change timeouts;
   std::string client_request_id;
+  std::vector<events::env_var> env; // every exec sees these; `secret` values are never logged
 };
+
+struct exec_options {
+  std::vector<std::string> argv; // argv[0] is looked up in PATH when it has no '/'
+  std::vector<events::env_var> env;
+  std::string cwd;                     // "": "/"
+  std::string stdin_bytes;             // written to the process's stdin, then end of file
+  std::chrono::nanoseconds timeout{0}; // 0: runs until it ends or the sandbox stops
+  std::uint64_t max_output_bytes = 0;  // per stream; 0: the node's default cap
+};
+
+enum class output_stream { out, err };
+// An exec's output, chunk by chunk, in the order the daemon sent it.
+using output_callback = std::function<void(output_stream, std::string_view)>;
+// A file's content, chunk by chunk.
+using chunk_callback = std::function<void(std::string_view)>;
+// The content of a file being written: fills `chunk` with the next piece (`chunk`), or says
+// the content is complete (`end`) or could not be read (`failed`: nothing is written).
+enum class source_step { chunk, end, failed };
+using chunk_source = std::function<source_step(std::string& chunk)>;
 
 struct streamed_event {
   events::event event;
@@ -121,6 +141,34 @@ public:
   // callback), "deleted" (the sandbox's last event was delivered).
   result<std::string> watch(const std::string& sandbox_id, std::uint64_t from_sequence,
                             const event_callback& on_event);
+
+  // Runs argv in the sandbox and returns when it ends; its output reaches `on_output` as it
+  // is produced (an empty callback: output is only counted).
+  result<exec_result> exec(const std::string& sandbox_id, const exec_options& options,
+                           const output_callback& on_output);
+  // The same in the background: returns at once with the exec's id; its output is only
+  // counted.
+  result<exec_info> start(const std::string& sandbox_id, const exec_options& options);
+  result<std::vector<exec_info>> execs(const std::string& sandbox_id);
+  result<exec_result> wait_exec(const std::string& sandbox_id, const std::string& exec_id);
+  // signal 0: SIGKILL. Ends every process the exec started.
+  result<void> kill_exec(const std::string& sandbox_id, const std::string& exec_id, int signal);
+
+  // Files: paths inside the sandbox.
+  result<file_digest> read_file(const std::string& sandbox_id, const std::string& path,
+                                const chunk_callback& on_chunk);
+  // The content comes from `next` chunk by chunk; the file appears whole at the end
+  // (a reader sees the old or the new file). A source that fails leaves the file as it was
+  // (the upload is dropped) and the call answers invalid_argument.
+  result<file_digest> write_file(const std::string& sandbox_id, const std::string& path,
+                                 std::uint32_t mode, const chunk_source& next);
+  result<dir_listing> list_dir(const std::string& sandbox_id, const std::string& path,
+                               std::uint32_t limit = 0);
+  result<file_info> stat(const std::string& sandbox_id, const std::string& path);
+  result<void> make_dir(const std::string& sandbox_id, const std::string& path, bool parents);
+  result<void> remove_path(const std::string& sandbox_id, const std::string& path, bool recursive);
+  result<void> rename(const std::string& sandbox_id, const std::string& from,
+                      const std::string& to);
 
   // Admin scope.
   result<bill_report> bill(const std::string& tenant, std::int64_t from_ns, std::int64_t to_ns,

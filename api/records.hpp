@@ -1,6 +1,7 @@
 // records.hpp — the values the read-model calls answer (list, bill, audit), as the server
 // reads them from PostgreSQL (read_store.hpp) and as the C++ client returns them
-// (client.hpp). Times are nanoseconds since the Unix epoch, amounts micro-dollars.
+// (client.hpp); and the values of the exec and file calls as the C++ client returns them.
+// Times are nanoseconds since the Unix epoch, amounts micro-dollars.
 #pragma once
 
 #include "events/event.hpp"
@@ -98,6 +99,53 @@ struct audit_problem {
 struct audit_check {
   std::uint64_t checked_rows = 0;
   std::vector<audit_problem> problems;
+};
+
+// --- exec and files (schemas/api.capnp: ExecResult, ExecInfo, FileInfo, DirEntry) ---------
+
+struct exec_result {
+  std::string exec_id;
+  std::int32_t exit_code = 0; // -1 when ended by a signal
+  std::int32_t signal = 0;    // 0 when it exited
+  bool timed_out = false;
+  bool oom_killed = false;
+  bool output_truncated = false;
+  bool interrupted = false; // the daemon restarted while it ran: its outcome is unknown
+  std::int64_t duration_ns = 0;
+  std::uint64_t stdout_bytes = 0;
+  std::uint64_t stderr_bytes = 0;
+};
+
+struct exec_info {
+  std::string exec_id;
+  std::vector<std::string> argv;
+  std::int64_t started_at_ns = 0;
+};
+
+enum class file_type { regular, directory, symlink, other };
+
+struct file_info {
+  std::string path;
+  file_type type = file_type::regular;
+  std::uint64_t size = 0;
+  std::uint32_t mode = 0; // permission bits
+  std::int64_t mtime_ns = 0;
+};
+
+// A file as read or written, with the SHA-256 (32 bytes) of its content.
+struct file_digest {
+  file_info info;
+  std::string sha256;
+};
+
+struct dir_entry {
+  std::string name;
+  file_info info;
+};
+
+struct dir_listing {
+  std::vector<dir_entry> entries;
+  bool truncated = false; // more entries than the limit
 };
 
 } // namespace sandboxd::api

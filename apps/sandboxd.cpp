@@ -16,7 +16,9 @@
 #include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
 
+#include <atomic>
 #include <cerrno>
+#include <charconv>
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
@@ -71,6 +73,40 @@ int wait_for_stop_signal() {
     }
     return c;
   }
+}
+
+// --test-clock-file: the time is whatever FILE says (nanoseconds since the Unix epoch, as
+// decimal text), read at every call, so a test drives the node's clock from outside (the
+// billing example runs 740 hours in a second). A read that fails or does not parse (the file
+// being replaced) repeats the last time read. Test-only: hidden from --help.
+std::optional<sandboxd::actors::clock_fn> file_clock(const std::string& path) {
+  auto read = [path]() -> std::optional<std::int64_t> {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      return std::nullopt;
+    char buf[64];
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    ::close(fd);
+    std::int64_t ns = 0;
+    if (n <= 0)
+      return std::nullopt;
+    std::size_t len = static_cast<std::size_t>(n);
+    while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+      --len;
+    auto [end, ec] = std::from_chars(buf, buf + len, ns);
+    if (ec != std::errc() || end != buf + len)
+      return std::nullopt;
+    return ns;
+  };
+  auto first = read();
+  if (!first)
+    return std::nullopt;
+  auto last = std::make_shared<std::atomic<std::int64_t>>(*first);
+  return [read, last] {
+    if (auto ns = read())
+      last->store(*ns);
+    return sandboxd::events::time_point{std::chrono::nanoseconds{last->load()}};
+  };
 }
 
 } // namespace
@@ -136,6 +172,9 @@ int main(int argc, char** argv) {
                                     "disk MiB of a tenant's live sandboxes (0: no limit)");
   app.add_flag("--print-config", print_config,
                "print the effective settings as a config file and exit");
+  std::string clock_file;
+  app.add_option("--test-clock-file", clock_file, "test only: read the time from this file")
+    ->group(""); // hidden: docs/operations.md, "A manual clock for tests"
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -208,8 +247,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   sn::daemon_config config = std::move(*checked.value);
+  if (!clock_file.empty()) {
+    auto clock = file_clock(clock_file);
+    if (!clock) {
+      std::cerr << "sandboxd: --test-clock-file " << clock_file
+                << ": cannot read a time from it; write nanoseconds since the epoch into it\n";
+      return 2;
+    }
+    config.node.plane.clock = std::move(*clock);
+  }
   sn::configure_logging(config.format, config.log_level);
   spdlog::info("sandboxd {} starting (pid {})", sn::version(), ::getpid());
+  if (!clock_file.empty())
+    spdlog::warn("the clock is the file {} (--test-clock-file, for tests only): events carry "
+                 "the times it says",
+                 clock_file);
 
   sn::node node(std::move(config.node));
   try {

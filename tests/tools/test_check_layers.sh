@@ -13,7 +13,7 @@ fail() { echo "test_check_layers: $*" >&2; exit 1; }
 
 copy() {
   rm -rf "$work/tree" && mkdir -p "$work/tree"
-  for d in base schemas events runtime actors projections node api; do
+  for d in base schemas events runtime actors projections node api cli; do
     [[ -d "$src/$d" ]] && cp -r "$src/$d" "$work/tree/"
   done
   return 0
@@ -32,6 +32,7 @@ plant() { # folder file-name include
 plant runtime planted.hpp "actors/control_plane.hpp"
 plant events planted.hpp "projections/projector.hpp"
 plant base planted.hpp "events/event.hpp"
+plant cli planted.hpp "node/node.hpp"
 copy
 "$check" "$work/tree" >/dev/null || fail "an unchanged copy does not pass"
 echo "test_check_layers: wrong-way includes fail, the tree passes"

@@ -1,0 +1,44 @@
+// command_support — what the command files share: running a call with the connected client
+// and turning its error into sandboxctl's exit (context::fail), and reading the values of
+// flags (durations, pairs) into what the client takes, with usage errors that name the flag.
+#pragma once
+
+#include "api/client.hpp"
+#include "cli/context.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxd::cli {
+
+// Runs `body` with the client; a connection failure is the command's failure.
+template <class F>
+int with_client(context& cx, F&& body) {
+  auto c = cx.client();
+  if (!c)
+    return cx.fail(c.err());
+  return body(**c);
+}
+
+// A parsed flag value, or the usage error already reported (its exit code in `exit`).
+template <class T>
+struct parsed {
+  std::optional<T> value;
+  int exit = 0;
+  explicit operator bool() const { return value.has_value(); }
+};
+
+// A duration flag: empty text is "not given" (nullopt inside a good result).
+parsed<std::optional<std::chrono::nanoseconds>> duration_flag(context& cx, const std::string& flag,
+                                                              const std::string& text);
+// KEY=VALUE flags into labels.
+parsed<std::vector<events::label>> label_flags(context& cx, const std::vector<std::string>& texts);
+// KEY=VALUE flags into environment variables (secret or not), appended to `out`.
+int env_flags(context& cx, const std::string& flag, const std::vector<std::string>& texts,
+              bool secret, std::vector<events::env_var>& out);
+
+// Reads a whole file descriptor (stdin) into memory; false on a read error (errno kept).
+bool read_all_fd(int fd, std::string& out);
+
+} // namespace sandboxd::cli

@@ -1,0 +1,262 @@
+// e2e_support — sandboxctl against a real sandboxd, both as separate processes: the daemon
+// started on a data directory that a guardian cleans whatever happens (node_dir), ready
+// once its socket and development token exist, stopped with SIGTERM; sandboxctl run with
+// given arguments, environment and stdin bytes, its stdout, stderr, exit code and wall time
+// captured apart.
+//
+// Preconditions for Boost.Test: crun can run sandboxes here; the daemon serves a call (exec,
+// the file calls, create with env) rather than answering "not served by this build".
+#pragma once
+
+#include "node/runtime_set.hpp"
+#include "tests/node/node_fixture.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <boost/test/unit_test.hpp>
+
+#include <csignal>
+#include <fcntl.h>
+#include <map>
+#include <poll.h>
+#include <sys/wait.h>
+
+namespace sandboxd::test {
+
+namespace utf = boost::unit_test;
+using nlohmann::json;
+
+inline std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// One sandboxd with `flags` on its own data directory (DIR/data), output in DIR/sandboxd.log.
+class daemon_process {
+public:
+  explicit daemon_process(std::vector<std::string> flags) {
+    std::vector<std::string> args{SANDBOXD_BIN, "--data-dir", dir_.data()};
+    args.insert(args.end(), flags.begin(), flags.end());
+    pid_ = ::fork();
+    if (pid_ == 0) {
+      const int fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+      ::dup2(fd, 1);
+      ::dup2(fd, 2);
+      ::chdir(dir_.path().c_str());
+      std::vector<char*> argv;
+      for (auto& a : args)
+        argv.push_back(a.data());
+      argv.push_back(nullptr);
+      ::execv(argv[0], argv.data());
+      ::_exit(127);
+    }
+    const bool ready = eventually(
+      [&] {
+        return ended() || (std::filesystem::exists(socket_path()) &&
+                           std::filesystem::exists(dir_.data() + "/dev-token") &&
+                           log().find("sandboxd ready") != std::string::npos);
+      },
+      180s);
+    if (!ready || ended())
+      throw std::runtime_error("sandboxd did not become ready:\n" + log());
+    token_ = read_text(dir_.data() + "/dev-token");
+    while (!token_.empty() && (token_.back() == '\n' || token_.back() == ' '))
+      token_.pop_back();
+  }
+
+  ~daemon_process() { stop(); }
+  daemon_process(const daemon_process&) = delete;
+  daemon_process& operator=(const daemon_process&) = delete;
+
+  // SIGTERM, then the exit status (SIGKILL after 60 s).
+  int stop() {
+    if (pid_ <= 0 || exited_)
+      return status_;
+    ::kill(pid_, SIGTERM);
+    if (!eventually([&] { return ended(); }, 60s)) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status_, 0);
+      exited_ = true;
+    }
+    return status_;
+  }
+
+  const std::string& token() const { return token_; }
+  std::string address() const { return "unix:" + socket_path(); }
+  std::string socket_path() const { return dir_.data() + "/sandboxd.sock"; }
+  const node_dir& dir() const { return dir_; }
+  std::string data() const { return dir_.data(); }
+  std::string log_path() const { return dir_.path() + "/sandboxd.log"; }
+  std::string log() const { return read_text(log_path()); }
+  // The embedded PostgreSQL's read models, as its superuser (over its private socket).
+  std::string pg_conninfo() const {
+    return "host=" + dir_.data() + "/postgres/sock port=5432 user=postgres dbname=sandboxd";
+  }
+
+private:
+  bool ended() {
+    if (!exited_ && ::waitpid(pid_, &status_, WNOHANG) == pid_)
+      exited_ = true;
+    return exited_;
+  }
+
+  node_dir dir_;
+  pid_t pid_ = -1;
+  bool exited_ = false;
+  int status_ = 0;
+  std::string token_;
+};
+
+struct ctl_result {
+  int exit_code = -1; // 128 + N when signal N ended it
+  std::string out;
+  std::string err;
+  double seconds = 0;
+
+  json doc() const { return json::parse(out); }
+  // JSON lines.
+  std::vector<json> lines() const {
+    std::vector<json> v;
+    std::istringstream in(out);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty())
+        v.push_back(json::parse(l));
+    return v;
+  }
+};
+
+inline std::ostream& operator<<(std::ostream& o, const ctl_result& r) {
+  return o << "exit " << r.exit_code << ", stdout [" << r.out.substr(0, 2000) << "], stderr ["
+           << r.err.substr(0, 2000) << "]";
+}
+
+struct ctl_options {
+  std::string stdin_bytes;
+  std::map<std::string, std::string> env; // added to (or replacing) the inherited ones
+  std::string cwd;                        // "": this process's
+};
+
+// Runs `program args...` and waits for it; stdin, stdout and stderr are pipes.
+inline ctl_result run_process(const std::string& program, const std::vector<std::string>& args,
+                              const ctl_options& o = {}) {
+  int in[2], out[2], err[2];
+  if (::pipe2(in, O_CLOEXEC) || ::pipe2(out, O_CLOEXEC) || ::pipe2(err, O_CLOEXEC))
+    throw std::runtime_error("pipe2 failed");
+  const auto t0 = std::chrono::steady_clock::now();
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::dup2(in[0], 0);
+    ::dup2(out[1], 1);
+    ::dup2(err[1], 2);
+    for (const auto& [k, v] : o.env)
+      ::setenv(k.c_str(), v.c_str(), 1);
+    if (!o.cwd.empty() && ::chdir(o.cwd.c_str()) != 0)
+      ::_exit(126);
+    std::vector<std::string> all{program};
+    all.insert(all.end(), args.begin(), args.end());
+    std::vector<char*> argv;
+    for (auto& a : all)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    ::execv(program.c_str(), argv.data());
+    ::_exit(127);
+  }
+  ::close(in[0]);
+  ::close(out[1]);
+  ::close(err[1]);
+  ::signal(SIGPIPE, SIG_IGN);
+  ctl_result r;
+  std::size_t written = 0;
+  int to_child = in[1];
+  if (o.stdin_bytes.empty()) {
+    ::close(to_child);
+    to_child = -1;
+  }
+  bool out_open = true, err_open = true;
+  char buf[65536];
+  while (out_open || err_open) {
+    std::vector<pollfd> fds;
+    if (out_open)
+      fds.push_back({out[0], POLLIN, 0});
+    if (err_open)
+      fds.push_back({err[0], POLLIN, 0});
+    if (to_child >= 0)
+      fds.push_back({to_child, POLLOUT, 0});
+    if (::poll(fds.data(), fds.size(), -1) < 0 && errno != EINTR)
+      break;
+    for (const auto& p : fds) {
+      if (!p.revents)
+        continue;
+      if (p.fd == to_child) {
+        const ssize_t n =
+          ::write(to_child, o.stdin_bytes.data() + written, o.stdin_bytes.size() - written);
+        if (n > 0)
+          written += static_cast<std::size_t>(n);
+        if (n < 0 || written == o.stdin_bytes.size()) {
+          ::close(to_child);
+          to_child = -1;
+        }
+        continue;
+      }
+      const ssize_t n = ::read(p.fd, buf, sizeof buf);
+      if (n <= 0) {
+        (p.fd == out[0] ? out_open : err_open) = false;
+        continue;
+      }
+      (p.fd == out[0] ? r.out : r.err).append(buf, static_cast<std::size_t>(n));
+    }
+  }
+  if (to_child >= 0)
+    ::close(to_child);
+  ::close(out[0]);
+  ::close(err[0]);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  r.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+// sandboxctl connected to `d` through SANDBOXD_ADDR and SANDBOXD_TOKEN.
+inline ctl_result ctl(const daemon_process& d, const std::vector<std::string>& args,
+                      ctl_options o = {}) {
+  o.env.emplace("SANDBOXD_ADDR", d.address());
+  o.env.emplace("SANDBOXD_TOKEN", d.token());
+  return run_process(SANDBOXCTL_BIN, args, o);
+}
+
+// `sandboxctl args` must exit 0: its stdout.
+inline std::string ctl_ok(const daemon_process& d, const std::vector<std::string>& args,
+                          ctl_options o = {}) {
+  auto r = ctl(d, args, std::move(o));
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "sandboxctl " << args.front() << ": " << r);
+  return r.out;
+}
+
+// `create` with `flags`: the new id (create prints only it).
+inline std::string create(const daemon_process& d, std::vector<std::string> flags) {
+  flags.insert(flags.begin(), "create");
+  auto out = ctl_ok(d, flags);
+  BOOST_REQUIRE_MESSAGE(out.size() > 1 && out.back() == '\n' && out.find('\n') == out.size() - 1,
+                        "create printed more than an id: " << out);
+  return out.substr(0, out.size() - 1);
+}
+
+inline boost::test_tools::assertion_result crun_can_run(utf::test_unit_id) {
+  boost::test_tools::assertion_result r(true);
+  if (::geteuid() != 0) {
+    r = false;
+    r.message() << "real sandboxes need root";
+  } else if (auto why = node::runtime_unavailable(events::runtime_kind::crun)) {
+    r = false;
+    r.message() << "crun cannot run sandboxes here: " << *why;
+  }
+  return r;
+}
+
+// True when `r` is the daemon's answer that it does not serve the call yet.
+inline bool not_served(const ctl_result& r) {
+  return r.exit_code == 206 && r.err.find("is not served by this build") != std::string::npos;
+}
+
+} // namespace sandboxd::test

@@ -1,0 +1,112 @@
+// docs/first-session.md, run literally: its first shell block must be the start command
+// (`scripts/start`: sandboxd on embedded defaults with its data in ./var), which the test
+// stands for with a fresh sandboxd on <dir>/var; its second block, the session, runs as written
+// in bash (-e -o pipefail: every command must succeed) from <dir>, where ./var is that daemon's
+// data directory and ./build the build tree, so sandboxctl's defaults find the daemon. The page
+// is the README's first session: if it drifts from sandboxctl, this fails.
+#define BOOST_TEST_MODULE first_session
+#include "tests/e2e/e2e_support.hpp"
+
+using namespace sandboxd::test;
+
+namespace {
+
+// The ```sh blocks of a markdown page, in order.
+std::vector<std::string> shell_blocks(const std::string& markdown) {
+  std::vector<std::string> blocks;
+  std::istringstream in(markdown);
+  std::string line, block;
+  bool inside = false;
+  while (std::getline(in, line)) {
+    if (!inside && line == "```sh") {
+      inside = true;
+      block.clear();
+    } else if (inside && line == "```") {
+      inside = false;
+      blocks.push_back(block);
+    } else if (inside) {
+      block += line + "\n";
+    }
+  }
+  return blocks;
+}
+
+boost::test_tools::assertion_result a_runtime_can_run(utf::test_unit_id) {
+  boost::test_tools::assertion_result r(true);
+  if (::geteuid() != 0) {
+    r = false;
+    r.message() << "real sandboxes need root";
+  } else if (auto why_crun = nd::runtime_unavailable(ev::runtime_kind::crun)) {
+    if (auto why_runsc = nd::runtime_unavailable(ev::runtime_kind::runsc)) {
+      r = false;
+      r.message() << "no runtime can run sandboxes here: runsc: " << *why_runsc
+                  << "; crun: " << *why_crun;
+    }
+  }
+  return r;
+}
+
+// The daemon of the session: started once, for the probe and then the session.
+daemon_process& fresh() {
+  static daemon_process d({});
+  return d;
+}
+
+// The session needs exec and the file calls: a daemon that does not serve them yet skips it.
+boost::test_tools::assertion_result session_can_run(utf::test_unit_id id) {
+  auto r = a_runtime_can_run(id);
+  if (!r)
+    return r;
+  try {
+    auto created = ctl(fresh(), {"create", "--label", "probe=first-session"});
+    if (created.exit_code != 0)
+      return true; // the case runs and fails saying why
+    const std::string sb = created.out.substr(0, created.out.size() - 1);
+    auto exec = ctl(fresh(), {"exec", sb, "--", "true"});
+    auto stat = ctl(fresh(), {"stat", sb, "/"});
+    ctl(fresh(), {"delete", sb});
+    for (const auto* probe : {&exec, &stat})
+      if (not_served(*probe)) {
+        boost::test_tools::assertion_result no(false);
+        const auto from = std::string("sandboxctl: ").size();
+        no.message() << "sandboxd answers: "
+                     << probe->err.substr(from, probe->err.find('\n') - from);
+        return no;
+      }
+  } catch (const std::exception&) {
+    // The daemon could not start: the case runs and fails saying so.
+  }
+  return true;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(the_first_session_runs_as_written, *utf::precondition(session_can_run)) {
+  const auto blocks = shell_blocks(read_text(source_dir() + "/docs/first-session.md"));
+  BOOST_REQUIRE_EQUAL(blocks.size(), 2u);
+  // The start command the daemon below stands for: embedded defaults with ./var, and
+  // sandboxctl built beside the daemon.
+  BOOST_TEST(blocks[0] == "scripts/start\n");
+  const auto start = read_text(source_dir() + "/scripts/start");
+  BOOST_TEST(start.find("--data-dir ./var") != std::string::npos);
+  BOOST_TEST(start.find("--target sandboxd sandboxctl") != std::string::npos);
+  auto& d = fresh();
+  // <dir>/var is the daemon's data directory and <dir>/build the build tree, as in a checkout
+  // where scripts/start ran.
+  const std::string dir = d.dir().path();
+  std::filesystem::create_directory_symlink(d.data(), dir + "/var");
+  std::filesystem::create_directory_symlink(SANDBOXD_BUILD_DIR, dir + "/build");
+  std::ofstream(dir + "/session.sh") << blocks[1];
+
+  ctl_options o;
+  o.cwd = dir;
+  o.env = {{"SANDBOXD_ADDR", ""}, {"SANDBOXD_TOKEN", ""}, {"SANDBOXD_TOKEN_FILE", ""}};
+  auto r = run_process("/bin/bash", {"-e", "-o", "pipefail", dir + "/session.sh"}, o);
+  BOOST_TEST(r.exit_code == 0, r);
+  for (const char* shown :
+       {"state:             running", "hello from Linux", "the command exited with 3",
+        "first notes", "notes.txt", "written while paused", "still running", "  created  dev  ",
+        "  paused  system  mode=memory", "bill of tenant dev", "\ntotal ", "the audit chain holds",
+        " deleted\n"})
+    BOOST_TEST(r.out.find(shown) != std::string::npos, "'" << shown << "' not in:\n" << r.out);
+}
