@@ -141,7 +141,8 @@ public:
   virtual outcome<void> remove(const std::string& id) = 0;
 
   virtual outcome<std::string> read_file(const std::string& id, const std::string& path) = 0;
-  // Atomic and binary-safe; creates missing parent directories (mode 0755).
+  // Atomic and binary-safe; creates missing parent directories (mode 0755). Only the
+  // permission bits of `mode` (0777) are kept: no setuid, setgid or sticky bit.
   virtual outcome<void> write_file(const std::string& id, const std::string& path,
                                    std::string_view content, std::uint32_t mode = 0644) = 0;
   virtual outcome<std::vector<dir_entry>> list_dir(const std::string& id,

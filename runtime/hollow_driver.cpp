@@ -117,8 +117,9 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
   if (req.network != network_policy::none)
     return make_error(errc::invalid_argument,
                       "driver hollow supports only network policy none; drop the network request");
-  if (req.template_name.empty())
-    return make_error(errc::invalid_argument, "empty template name; use base");
+  // No template is read here, but the name is checked as the real drivers check it.
+  if (auto c = check_template_name(req.template_name); !c)
+    return c.err();
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
     std::lock_guard<std::mutex> g(mu_);
     // A directory without a table entry is the remains of a sandbox the journal lost

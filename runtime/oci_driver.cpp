@@ -225,11 +225,13 @@ void oci_driver::refresh_status(sandbox_record& r) {
 outcome<sandbox_info> oci_driver::create(const create_request& req) {
   if (auto c = check_sandbox_id(req.id); !c)
     return c.err();
+  if (auto c = check_template_name(req.template_name); !c)
+    return c.err();
   if (req.network != network_policy::none)
     return make_error(errc::invalid_argument, std::string("driver ") + std::string(name()) +
                                                 " supports only network policy none (loopback); "
                                                 "drop the network request");
-  std::lock_guard<std::mutex> g(locks_.of(req.id));
+  auto g = locks_.lock(req.id);
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
     std::string d = dir(req.id);
     if (fs::exists(d))
@@ -272,7 +274,9 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
 }
 
 outcome<void> oci_driver::start(const std::string& id) {
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  auto g = locks_.lock(id);
   return guard_faults("start sandbox " + id, [&]() -> outcome<void> {
     auto r = find_record(options_.data_dir, id);
     if (!r)
@@ -348,10 +352,12 @@ void oci_driver::kill_exec_tree(const std::string& id, const std::string& pid_te
 }
 
 outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request& req) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
   return guard_faults("exec in sandbox " + id, [&]() -> outcome<exec_result> {
     sandbox_record rec;
     {
-      std::lock_guard<std::mutex> g(locks_.of(id));
+      auto g = locks_.lock(id);
       auto r = find_record(options_.data_dir, id);
       if (!r)
         return r.err();
@@ -401,7 +407,7 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     }
     // A failure of the runtime itself or a kill may mean the whole sandbox ended.
     bool suspicious = res.oom_killed || res.signal != 0 || p.exit_code >= 125;
-    std::lock_guard<std::mutex> g(locks_.of(id));
+    auto g = locks_.lock(id);
     if (auto r = suspicious ? load_record(options_.data_dir, id) : std::nullopt) {
       refresh_status(*r);
       if (r->info.status == sandbox_status::stopped) {
@@ -418,7 +424,9 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
 }
 
 outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  auto g = locks_.lock(id);
   return guard_faults("pause sandbox " + id, [&]() -> outcome<void> {
     auto r = find_record(options_.data_dir, id);
     if (!r)
@@ -449,7 +457,9 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
 }
 
 outcome<void> oci_driver::resume(const std::string& id) {
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  auto g = locks_.lock(id);
   return guard_faults("resume sandbox " + id, [&]() -> outcome<void> {
     auto r = find_record(options_.data_dir, id);
     if (!r)
@@ -485,7 +495,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
 outcome<void> oci_driver::remove(const std::string& id) {
   if (auto c = check_sandbox_id(id); !c)
     return c;
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  auto g = locks_.lock(id);
   return guard_faults("remove sandbox " + id, [&]() -> outcome<void> {
     std::string d = dir(id);
     if (!fs::exists(d))
@@ -513,7 +523,9 @@ outcome<void> oci_driver::remove(const std::string& id) {
 template <class F>
 auto oci_driver::with_files(const std::string& id, bool write, F&& f)
   -> decltype(f(std::string(), 0ull)) {
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  auto g = locks_.lock(id);
   return guard_faults("files of sandbox " + id, [&]() -> decltype(f(std::string(), 0ull)) {
     auto r = find_record(options_.data_dir, id);
     if (!r)
@@ -555,6 +567,8 @@ outcome<file_info> oci_driver::stat(const std::string& id, const std::string& pa
 }
 
 outcome<usage_info> oci_driver::usage(const std::string& id) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
   auto r = find_record(options_.data_dir, id);
   if (!r)
     return r.err();
@@ -571,7 +585,9 @@ outcome<usage_info> oci_driver::usage(const std::string& id) {
 }
 
 outcome<sandbox_info> oci_driver::inspect(const std::string& id) {
-  std::lock_guard<std::mutex> g(locks_.of(id));
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  auto g = locks_.lock(id);
   return guard_faults("inspect sandbox " + id, [&]() -> outcome<sandbox_info> {
     auto r = find_record(options_.data_dir, id);
     if (!r)

@@ -1,5 +1,7 @@
 #include "runtime/rooted_fs.hpp"
 
+#include "runtime/unique_fd.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -14,35 +16,6 @@ namespace sandboxd::runtime {
 namespace {
 
 constexpr std::uint64_t k_resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-class fd_guard {
-public:
-  explicit fd_guard(int fd = -1) : fd_(fd) {}
-  ~fd_guard() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  fd_guard(const fd_guard&) = delete;
-  fd_guard& operator=(const fd_guard&) = delete;
-  fd_guard(fd_guard&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  fd_guard& operator=(fd_guard&& o) noexcept {
-    if (this != &o) {
-      if (fd_ >= 0)
-        ::close(fd_);
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
-private:
-  int fd_;
-};
 
 error errno_error(int e, std::string_view path) {
   std::string p(path);
@@ -92,12 +65,12 @@ int open_in(int dirfd, const std::string& rel, std::uint64_t flags) {
   }
 }
 
-outcome<fd_guard> open_root(const std::string& root) {
+outcome<unique_fd> open_root(const std::string& root) {
   int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return make_error(errc::failed,
                       "cannot open sandbox root " + root + ": " + std::strerror(errno));
-  return fd_guard(fd);
+  return unique_fd(fd);
 }
 
 file_info info_of(const struct stat& st) {
@@ -131,15 +104,15 @@ bool write_all(int fd, std::string_view data) {
 
 // Opens (creating as needed) the directory `rel_dir` inside the root, each component
 // resolved inside the root again after it was made.
-outcome<fd_guard> open_parent_creating(int rootfd, const std::string& rel_dir,
+outcome<unique_fd> open_parent_creating(int rootfd, const std::string& rel_dir,
                                        std::string_view shown) {
   int fd = open_in(rootfd, rel_dir, O_PATH | O_DIRECTORY);
   if (fd >= 0)
-    return fd_guard(fd);
+    return unique_fd(fd);
   if (errno != ENOENT)
     return errno_error(errno, shown);
   std::string prefix;
-  fd_guard cur(open_in(rootfd, ".", O_PATH | O_DIRECTORY));
+  unique_fd cur(open_in(rootfd, ".", O_PATH | O_DIRECTORY));
   if (cur.get() < 0)
     return errno_error(errno, shown);
   size_t pos = 0;
@@ -160,13 +133,13 @@ outcome<fd_guard> open_parent_creating(int rootfd, const std::string& rel_dir,
     }
     if (f < 0)
       return errno_error(errno, shown);
-    cur = fd_guard(f);
+    cur = unique_fd(f);
   }
   return cur;
 }
 
 struct opened_file {
-  fd_guard fd;
+  unique_fd fd;
   struct stat st {};
 };
 
@@ -179,7 +152,7 @@ outcome<opened_file> open_target(const std::string& root, std::string_view path,
   auto rootfd = open_root(root);
   if (!rootfd)
     return rootfd.err();
-  opened_file f{fd_guard(open_in(rootfd->get(), rel.value(), flags))};
+  opened_file f{unique_fd(open_in(rootfd->get(), rel.value(), flags))};
   if (f.fd.get() < 0 || ::fstat(f.fd.get(), &f.st) != 0)
     return errno_error(errno, path);
   return f;
@@ -226,7 +199,7 @@ outcome<std::string> read_file_in_root(const std::string& root, std::string_view
   auto opened = open_target(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
   if (!opened)
     return opened.err();
-  fd_guard fd = std::move(opened->fd);
+  unique_fd fd = std::move(opened->fd);
   const struct stat& st = opened->st;
   if (S_ISDIR(st.st_mode))
     return errno_error(EISDIR, path);
@@ -281,14 +254,14 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
   if (!parent)
     return parent.err();
   // O_PATH parents cannot be written through; reopen the same directory for writing.
-  fd_guard pdir(::openat(parent->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  unique_fd pdir(::openat(parent->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (pdir.get() < 0)
     return errno_error(errno, path);
   struct stat st {};
   if (::fstatat(pdir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     return errno_error(EISDIR, path);
   std::string tmp = ".sandboxd-write-" + random_suffix();
-  fd_guard out(
+  unique_fd out(
     ::openat(pdir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0)
     return errno_error(errno, path);
@@ -298,7 +271,7 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
   };
   if (!write_all(out.get(), content))
     return fail(errno);
-  if (::fchmod(out.get(), mode & 07777) != 0 || ::fsync(out.get()) != 0)
+  if (::fchmod(out.get(), mode & 0777) != 0 || ::fsync(out.get()) != 0)
     return fail(errno);
   if (::renameat(pdir.get(), tmp.c_str(), pdir.get(), name.c_str()) != 0)
     return fail(errno);

@@ -8,7 +8,8 @@
 // descriptors. Paths with NUL are refused.
 //
 // Writes are atomic (a temporary file in the target's directory, fsynced, renamed over
-// the name; removed on any failure) and create missing parent directories.
+// the name; removed on any failure) and create missing parent directories. A written
+// file keeps only the permission bits of the mode asked for (mode & 0777).
 #pragma once
 
 #include "runtime/driver.hpp"

@@ -34,16 +34,6 @@ const char* to_string(pause_mode m) {
   return m == pause_mode::filesystem ? "filesystem" : "memory";
 }
 
-outcome<void> check_sandbox_id(const std::string& id) {
-  bool good = !id.empty() && id.size() <= 64;
-  for (char c : id)
-    good = good && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
-  if (!good)
-    return make_error(errc::invalid_argument,
-                      "sandbox id '" + id + "' is invalid; use 1-64 of [a-z0-9_-]");
-  return {};
-}
-
 std::string sandbox_dir(const std::string& data_dir, const std::string& id) {
   return data_dir + "/sandboxes/" + id;
 }

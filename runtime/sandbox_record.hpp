@@ -13,6 +13,7 @@
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/names.hpp"
 
 #include <optional>
 #include <string>
@@ -25,9 +26,6 @@ struct sandbox_record {
   sandbox_info info;
   std::string template_dir; // the template's root filesystem (empty for hollow)
 };
-
-// An id is [a-z0-9_-]{1,64}: it names directories, cgroups and runtime containers.
-outcome<void> check_sandbox_id(const std::string& id);
 
 // <data_dir>/sandboxes/<id>
 std::string sandbox_dir(const std::string& data_dir, const std::string& id);

@@ -180,6 +180,16 @@ BOOST_FIXTURE_TEST_CASE(names_with_nul_are_refused, fixture) {
   BOOST_TEST((d->stat("nul", "/workspace/a").code() == errc::not_found));
 }
 
+BOOST_FIXTURE_TEST_CASE(write_file_keeps_only_permission_bits, fixture) {
+  running("modes");
+  for (std::uint32_t mode : {04755u, 02755u, 01777u, 07777u, 0640u}) {
+    BOOST_TEST_REQUIRE(d->write_file("modes", "/workspace/m", "x", mode).ok());
+    auto st = d->stat("modes", "/workspace/m");
+    BOOST_TEST_REQUIRE(st.ok());
+    BOOST_TEST(st->mode == (mode & 0777u), std::oct << mode << " gave " << st->mode);
+  }
+}
+
 BOOST_FIXTURE_TEST_CASE(files_over_the_size_limit_are_too_large, fixture) {
   limits l;
   l.max_file_bytes = 1000;
