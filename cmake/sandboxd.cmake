@@ -26,13 +26,16 @@ endfunction()
 function(sandboxd_test)
   cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
   add_executable(${ARG_NAME} ${ARG_SOURCES})
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} Boost::unit_test_framework)
-  target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK)
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} sandboxd_test_main
+    Boost::unit_test_framework)
+  target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK BOOST_TEST_NO_MAIN)
   add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} --color_output=no --log_level=test_suite)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
+  # Exit code 77: every test case was skipped (tests/support/test_main.cpp).
   set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
+    SKIP_RETURN_CODE 77
     ENVIRONMENT "SANDBOXD_SOURCE_DIR=${PROJECT_SOURCE_DIR};SANDBOXD_BINARY_DIR=${PROJECT_BINARY_DIR}")
   if(ARG_FIXTURES)
     set_tests_properties(${ARG_NAME} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")

@@ -14,8 +14,12 @@
 // - An append completes exactly once. When it completes without error, every record of
 //   the batch is durable (fsynced, or acknowledged by all in-sync Kafka replicas) and the
 //   result holds each record's partition and offset, in batch order. A failed append is
-//   never reported as durable. After a failure, some of the batch's records may still be
-//   stored (Kafka) — consumers drop duplicates by the per-sandbox sequence number.
+//   never reported as durable. A failure says whether the batch is certainly not stored
+//   (`maybe_stored` false: the log will never hold any of its records) or whether its fate
+//   is unknown (`maybe_stored` true: some or all of its records may be in the log, now or
+//   later — a Kafka delivery timeout, a file log that could not undo a failed fsync).
+//   An unknown fate is neither success nor failure: the caller learns it from the log
+//   (reads its partition back) before deciding anything that depends on it.
 // - Records of one key appended by one caller, each append issued after the previous one
 //   was issued, are stored in that order.
 // - A record is readable by read() once its append has completed successfully.
@@ -68,6 +72,8 @@ struct stored_record {
 struct append_result {
   std::vector<record_position> positions;
   std::optional<error> failure;
+  // Set with a failure whose outcome is unknown: the batch may be (partly) stored.
+  bool maybe_stored = false;
 
   bool ok() const { return !failure.has_value(); }
 };
