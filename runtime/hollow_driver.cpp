@@ -1,8 +1,11 @@
 #include "runtime/hollow_driver.hpp"
 
+#include "runtime/beneath.hpp"
+
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/rooted_fs.hpp"
 #include "runtime/sandbox_record.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -223,7 +226,7 @@ outcome<void> hollow_driver::remove(const std::string& id) {
     // The files go first: a crash in between leaves an entry whose removal is retried.
     try {
       if (!surely_no_dir(id))
-        std::filesystem::remove_all(dir);
+        remove_tree_at(sandboxes_fd_, id);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       removing_.erase(id);
@@ -293,7 +296,8 @@ outcome<usage_info> hollow_driver::usage(const std::string& id) {
     return r.err();
   usage_info u;
   if (!surely_no_dir(id))
-    u.writable_bytes = tree_bytes(root_of(options_.data_dir, id)); // a missing layer is 0
+    if (unique_fd dir = open_beneath(sandboxes_fd_, id, O_PATH | O_DIRECTORY | O_NOFOLLOW))
+      u.writable_bytes = tree_bytes_at(dir.get(), "upper"); // a missing layer is 0
   return u;
 }
 

@@ -1,5 +1,6 @@
 #include "runtime/names.hpp"
 
+#include <stdexcept>
 #include <string>
 
 namespace sandboxd::runtime {
@@ -35,6 +36,17 @@ bool is_valid_name(std::string_view name) {
     if (!is_lower_alnum(c) && c != '_' && c != '-')
       return false;
   return true;
+}
+
+bool is_plain_component(std::string_view name) {
+  return !name.empty() && name != "." && name != ".." &&
+         name.find_first_of(std::string_view("/\0", 2)) == std::string_view::npos;
+}
+
+void require_plain_component(std::string_view name, const char* what) {
+  if (!is_plain_component(name))
+    throw std::invalid_argument(std::string(what) + " '" + shown(name) +
+                                "' is not one plain path component; refused");
 }
 
 outcome<void> check_sandbox_id(std::string_view id) {

@@ -17,6 +17,14 @@ inline constexpr std::size_t k_max_name_length = 64;
 // True when `name` follows the rule above.
 bool is_valid_name(std::string_view name);
 
+// True when `name` is one plain path component: not empty, not "." or "..", and
+// without '/' or NUL.
+bool is_plain_component(std::string_view name);
+// Throws std::invalid_argument naming `what` unless is_plain_component(name). This is the
+// last guard before a name becomes part of a path the driver writes, mounts or deletes
+// below its data directory: it holds even for a name that no validator looked at.
+void require_plain_component(std::string_view name, const char* what);
+
 // invalid_argument naming the sandbox id and the rule, or ok.
 outcome<void> check_sandbox_id(std::string_view id);
 // invalid_argument naming the template name and the rule, or ok.

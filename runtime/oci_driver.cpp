@@ -1,13 +1,16 @@
 #include "runtime/oci_driver.hpp"
 
+#include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
 #include "runtime/rooted_fs.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <csignal>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -37,11 +40,12 @@ std::string read_small(const std::string& path) {
   return s;
 }
 
-void write_small(const std::string& path, const std::string& text) {
-  std::ofstream out(path, std::ios::trunc);
-  out << text;
-  if (!out.flush())
-    throw std::runtime_error("cannot write " + path);
+// Writes `name` inside the directory `dir` (a handle), replacing what was there; the file
+// is opened beneath `dir` (beneath.hpp), never through a symlink.
+void write_small_at(int dir, const char* name, const std::string& text) {
+  unique_fd fd = open_beneath(dir, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw std::system_error(errno, std::generic_category(), std::string("write ") + name);
 }
 
 std::vector<pid_t> host_children(pid_t pid) {
@@ -119,11 +123,33 @@ oci_driver::oci_driver(oci_options options)
   state_root_ = options_.data_dir + "/state/" + runtime_name(options_.runtime);
   fs::create_directories(state_root_);
   fs::create_directories(options_.data_dir + "/sandboxes");
+  sandboxes_fd_ =
+    unique_fd(::open((options_.data_dir + "/sandboxes").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!sandboxes_fd_)
+    throw std::system_error(errno, std::generic_category(), "open " + options_.data_dir);
   instance_ = instance_of(options_.data_dir);
 }
 
 std::string_view oci_driver::name() const {
   return runtime_name(options_.runtime);
+}
+
+bool oci_driver::has_dir(const std::string& id) const {
+  require_plain_component(id, "sandbox id");
+  struct stat st {};
+  if (::fstatat(sandboxes_fd_.get(), id.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
+    return true;
+  if (errno != ENOENT)
+    throw std::system_error(errno, std::generic_category(), "stat " + dir(id));
+  return false;
+}
+
+unique_fd oci_driver::sandbox_fd(const std::string& id) const {
+  require_plain_component(id, "sandbox id");
+  unique_fd fd = open_beneath(sandboxes_fd_.get(), id, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  if (!fd)
+    throw std::system_error(errno, std::generic_category(), "open " + dir(id));
+  return fd;
 }
 
 std::vector<std::string> oci_driver::runtime_command() const {
@@ -184,8 +210,8 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
   if (!is_mount_point(ov.target))
     mount_overlay(ov);
   // The sandbox's directory is its OCI bundle: config.json beside the layers.
-  write_small(dir(id) + "/config.json",
-              make_config_json({ov.target, cgroup_path(id), r.info.limits}));
+  write_small_at(sandbox_fd(id).get(), "config.json",
+                 make_config_json({ov.target, cgroup_path(id), r.info.limits}));
   memfd_file pid_file;
   std::vector<std::string> args = {"create", "--bundle", dir(id)};
   if (options_.runtime == oci_runtime::crun)
@@ -234,7 +260,7 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
   auto g = locks_.lock(req.id);
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
     std::string d = dir(req.id);
-    if (fs::exists(d))
+    if (has_dir(req.id))
       return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
     auto root = templates_.rootfs(req.template_name);
     if (!root)
@@ -248,7 +274,7 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     auto undo = [&] {
       delete_container(req.id, false);
       unmount_overlay(overlay_of(r));
-      fs::remove_all(d);
+      remove_tree_at(sandboxes_fd_.get(), req.id);
     };
     outcome<void> c;
     try {
@@ -444,8 +470,10 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
       r->info.status = sandbox_status::paused_memory;
     } else {
       std::string image = dir(id) + "/checkpoint";
-      fs::remove_all(image);
-      fs::create_directories(image);
+      unique_fd sb = sandbox_fd(id);
+      remove_tree_at(sb.get(), "checkpoint");
+      if (::mkdirat(sb.get(), "checkpoint", 0700) != 0)
+        throw std::system_error(errno, std::generic_category(), "mkdir " + image);
       if (auto c = cli_step(id, "checkpoint", {"checkpoint", "--image-path=" + image, cid(id)}); !c)
         return c;
       delete_container(id, false);
@@ -484,7 +512,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
             {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), cid(id)});
           !c)
         return c;
-      fs::remove_all(image);
+      remove_tree_at(sandbox_fd(id).get(), "checkpoint");
     }
     r->info.status = sandbox_status::running;
     save_record(options_.data_dir, r.value(), record_write::update);
@@ -498,7 +526,7 @@ outcome<void> oci_driver::remove(const std::string& id) {
   auto g = locks_.lock(id);
   return guard_faults("remove sandbox " + id, [&]() -> outcome<void> {
     std::string d = dir(id);
-    if (!fs::exists(d))
+    if (!has_dir(id))
       return make_error(errc::not_found, "sandbox " + id + " not found; nothing to remove");
     auto r = load_record(options_.data_dir, id);
     delete_container(id, !r || r->info.status == sandbox_status::paused_memory);
@@ -514,7 +542,7 @@ outcome<void> oci_driver::remove(const std::string& id) {
       // skeleton) in the background.
       removals_.take(d, true);
     } catch (const std::system_error&) {
-      fs::remove_all(d);
+      remove_tree_at(sandboxes_fd_.get(), id);
     }
     return {};
   });
@@ -569,19 +597,21 @@ outcome<file_info> oci_driver::stat(const std::string& id, const std::string& pa
 outcome<usage_info> oci_driver::usage(const std::string& id) {
   if (auto c = check_sandbox_id(id); !c)
     return c.err();
-  auto r = find_record(options_.data_dir, id);
-  if (!r)
-    return r.err();
-  usage_info u;
-  u.writable_bytes = tree_bytes(dir(id) + "/upper");
-  std::string mem =
-    read_small("/sys/fs/cgroup/memory" + cgroup_path(id) + "/memory.usage_in_bytes");
-  if (!mem.empty())
-    u.memory_bytes = std::stoull(mem);
-  std::string cpu = read_small("/sys/fs/cgroup/cpuacct" + cgroup_path(id) + "/cpuacct.usage");
-  if (!cpu.empty())
-    u.cpu_ns = std::stoull(cpu);
-  return u;
+  return guard_faults("usage of sandbox " + id, [&]() -> outcome<usage_info> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    usage_info u;
+    u.writable_bytes = tree_bytes_at(sandbox_fd(id).get(), "upper");
+    std::string mem =
+      read_small("/sys/fs/cgroup/memory" + cgroup_path(id) + "/memory.usage_in_bytes");
+    if (!mem.empty())
+      u.memory_bytes = std::stoull(mem);
+    std::string cpu = read_small("/sys/fs/cgroup/cpuacct" + cgroup_path(id) + "/cpuacct.usage");
+    if (!cpu.empty())
+      u.cpu_ns = std::stoull(cpu);
+    return u;
+  });
 }
 
 outcome<sandbox_info> oci_driver::inspect(const std::string& id) {

@@ -98,6 +98,10 @@ private:
   outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
+  // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
+  bool has_dir(const std::string& id) const;
+  // sandboxes/<id> opened by handle beneath sandboxes/; throws std::system_error if missing.
+  unique_fd sandbox_fd(const std::string& id) const;
   overlay_dirs overlay_of(const sandbox_record& r) const;
   // Mounts the overlay if needed, writes config.json and has the runtime create the
   // container; with `sync_new_record`, also fsyncs the sandbox's first record.
@@ -118,6 +122,7 @@ private:
   std::string runtime_bin_;
   std::string state_root_;
   std::string instance_;
+  unique_fd sandboxes_fd_; // <data>/sandboxes: every sandbox directory is reached through it
   template_store templates_;
   sandbox_locks locks_;
   orphan_reaper::user reaper_;

@@ -1,5 +1,8 @@
 #include "runtime/overlay_mount.hpp"
 
+#include "runtime/tree_walk.hpp"
+#include "runtime/unique_fd.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <fcntl.h>
@@ -47,8 +50,10 @@ void mount_overlay(const overlay_dirs& d) {
   // A volatile overlay leaves this marker behind and refuses to mount again while it
   // exists; the layer below it was synced by unmount_overlay (or, after a crash, holds
   // what reached the disk).
-  std::error_code ec;
-  std::filesystem::remove_all(d.work + "/work/incompat/volatile", ec);
+  unique_fd incompat(
+    ::open((d.work + "/work/incompat").c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (incompat)
+    remove_tree_at(incompat.get(), "volatile");
   std::string opts =
     "lowerdir=" + d.lower + ",upperdir=" + d.upper + ",workdir=" + d.work + ",volatile";
   if (::mount("overlay", d.target.c_str(), "overlay", 0, opts.c_str()) != 0)

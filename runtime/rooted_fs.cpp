@@ -105,7 +105,7 @@ bool write_all(int fd, std::string_view data) {
 // Opens (creating as needed) the directory `rel_dir` inside the root, each component
 // resolved inside the root again after it was made.
 outcome<unique_fd> open_parent_creating(int rootfd, const std::string& rel_dir,
-                                       std::string_view shown) {
+                                        std::string_view shown) {
   int fd = open_in(rootfd, rel_dir, O_PATH | O_DIRECTORY);
   if (fd >= 0)
     return unique_fd(fd);
@@ -295,18 +295,6 @@ outcome<file_info> stat_in_root(const std::string& root, std::string_view path) 
   if (!opened)
     return opened.err();
   return info_of(opened->st);
-}
-
-std::uint64_t tree_bytes(const std::string& dir) {
-  std::uint64_t total = 0;
-  for_each_entry(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
-                 [&](const std::string& n, const struct stat& st) {
-                   if (S_ISDIR(st.st_mode))
-                     total += tree_bytes(dir + "/" + n);
-                   else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
-                     total += static_cast<std::uint64_t>(st.st_size);
-                 });
-  return total;
 }
 
 } // namespace sandboxd::runtime

@@ -29,8 +29,4 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
 outcome<std::vector<dir_entry>> list_dir_in_root(const std::string& root, std::string_view path);
 outcome<file_info> stat_in_root(const std::string& root, std::string_view path);
 
-// Bytes of the regular files and symlinks under `dir`, not following symlinks; a
-// missing directory is 0.
-std::uint64_t tree_bytes(const std::string& dir);
-
 } // namespace sandboxd::runtime

@@ -14,6 +14,7 @@
 
 #include "runtime/driver.hpp"
 #include "runtime/names.hpp"
+#include "runtime/unique_fd.hpp"
 
 #include <optional>
 #include <string>
@@ -27,8 +28,14 @@ struct sandbox_record {
   std::string template_dir; // the template's root filesystem (empty for hollow)
 };
 
-// <data_dir>/sandboxes/<id>
+// <data_dir>/sandboxes/<id>. Throws std::invalid_argument unless `id` is one plain path
+// component (names.hpp), whatever validated it before: no id can name a directory
+// outside <data_dir>/sandboxes.
 std::string sandbox_dir(const std::string& data_dir, const std::string& id);
+// The sandbox's directory opened (O_PATH) by handle beneath the data directory (no
+// symlink, no mount crossed); an invalid fd with errno set when it is missing. Records
+// are read and written through it.
+unique_fd open_sandbox_dir(const std::string& data_dir, const std::string& id);
 
 enum class record_write {
   first,  // into a new sandbox's directory, in place (a torn one reads as no record)

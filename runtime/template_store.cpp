@@ -1,7 +1,9 @@
 #include "runtime/template_store.hpp"
 
+#include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
 #include "runtime/names.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -9,11 +11,9 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <linux/openat2.h>
 #include <openssl/evp.h>
 #include <random>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <system_error>
 #include <unistd.h>
 #include <vector>
@@ -73,15 +73,8 @@ bool is_template_dir_name(const std::string& name, const std::string& target) {
 }
 
 // Opens `name` directly beneath `dirfd` as a directory, following no symlink at all.
-unique_fd open_beneath(int dirfd, const std::string& name) {
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-  for (;;) {
-    long fd = ::syscall(SYS_openat2, dirfd, name.c_str(), &how, sizeof how);
-    if (fd >= 0 || errno != EAGAIN)
-      return unique_fd(static_cast<int>(fd));
-  }
+unique_fd open_template_dir(int dirfd, const std::string& name) {
+  return open_beneath(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW);
 }
 
 } // namespace
@@ -153,7 +146,7 @@ outcome<std::string> template_store::resolve(const std::string& name) const {
   std::string target(buf, static_cast<size_t>(n));
   if (!is_template_dir_name(name, target))
     return refused("points at '" + target + "', not at a " + name + "-<hash> directory beside it");
-  if (!open_beneath(top.get(), target))
+  if (!open_template_dir(top.get(), target))
     return refused("points at " + target + ", which is not a directory");
   return dir_ + "/" + target;
 }
@@ -164,15 +157,25 @@ outcome<unique_fd> template_store::open_rootfs(const std::string& dir) const {
   auto dash = target.size() > 17 ? target.size() - 17 : 0;
   bool inside = slash != std::string::npos && dir.substr(0, slash) == dir_;
   if (!inside || dash == 0 || !is_template_dir_name(target.substr(0, dash), target))
-    return make_error(errc::permission_denied,
-                      dir + " is not a template directory inside " + dir_ + "; recreate the sandbox");
+    return make_error(errc::permission_denied, dir + " is not a template directory inside " + dir_ +
+                                                 "; recreate the sandbox");
   unique_fd top(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!top)
     throw std::system_error(errno, std::generic_category(), "open " + dir_);
-  unique_fd fd = open_beneath(top.get(), target);
+  unique_fd fd = open_template_dir(top.get(), target);
   if (!fd)
     return make_error(errc::permission_denied, dir + " is not a directory; recreate the sandbox");
   return fd;
+}
+
+void template_store::discard(const std::string& staging) const noexcept {
+  try {
+    unique_fd top(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (top && fs::path(staging).parent_path() == dir_)
+      remove_tree_at(top.get(), fs::path(staging).filename().string());
+  } catch (...) {
+    // Left for the operator; a staging directory is never taken for a template.
+  }
 }
 
 std::string template_store::publish(const std::string& name, const std::string& staging) {
@@ -181,7 +184,7 @@ std::string template_store::publish(const std::string& name, const std::string& 
   if (::rename(staging.c_str(), final_dir.c_str()) != 0) {
     if (errno != EEXIST && errno != ENOTEMPTY)
       throw std::runtime_error("cannot move template into " + final_dir.string());
-    fs::remove_all(staging); // the same content is already there
+    discard(staging); // the same content is already there
   }
   fs::path tmp_link = fs::path(dir_) / (".link-" + random_name());
   fs::create_symlink(final_name, tmp_link);
@@ -229,8 +232,7 @@ outcome<std::string> template_store::build_base() {
     fs::permissions(root / "var/tmp", fs::perms(01777));
     return publish("base", root.string());
   } catch (...) {
-    std::error_code ec;
-    fs::remove_all(root, ec);
+    discard(root.string());
     throw;
   }
 }
@@ -249,8 +251,7 @@ outcome<std::string> template_store::build_debian(const std::string& suite,
     o.max_output_bytes = 64 << 10;
     auto r = run_process(o);
     if (r.exit_code != 0) {
-      std::error_code ec;
-      fs::remove_all(root, ec);
+      discard(root.string());
       return make_error(errc::failed, "debootstrap failed: " + r.err);
     }
     fs::create_directories(root / "workspace");

@@ -54,6 +54,8 @@ private:
   // The link `name` resolved as described above.
   outcome<std::string> resolve(const std::string& name) const;
   outcome<std::string> build_base();
+  // Deletes a staging directory (directly inside the templates directory) by handle.
+  void discard(const std::string& staging) const noexcept;
   // Hashes the tree at `staging`, moves it into place and points the name at it.
   std::string publish(const std::string& name, const std::string& staging);
 

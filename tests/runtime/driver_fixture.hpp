@@ -1,11 +1,14 @@
 // driver_fixture — what every runtime test starts from: a data directory under
-// /tmp/sandboxd-test-*, the driver under test on it, and two clean-ups. The fixture's
+// /tmp/sandboxd-test-*, the driver under test on it, and two clean-ups. Including it puts
+// the test binary in the host jail (host_jail.hpp): only /tmp and the kernel's own
+// filesystems are writable for it. The fixture's
 // destructor removes every sandbox through the driver; a guardian process also removes
 // containers, mounts, cgroups and the directory if the test binary dies (a timeout's
 // SIGKILL), so no test leaves anything behind even when it fails.
 #pragma once
 
 #include "tests/runtime/driver_under_test.hpp"
+#include "tests/runtime/host_jail.hpp"
 #include "tests/support/guardian.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"

@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "runtime/removal_queue.hpp"
+#include "tests/runtime/host_jail.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <filesystem>

@@ -149,8 +149,7 @@ struct planted_fixture : fixture {
 
 BOOST_FIXTURE_TEST_CASE(planted_template_links_outside_or_nested_are_refused, planted_fixture,
                         *boost::unit_test::precondition([](boost::unit_test::test_unit_id) {
-                          boost::test_tools::assertion_result r(
-                            driver_under_test::runs_processes);
+                          boost::test_tools::assertion_result r(driver_under_test::runs_processes);
                           r.message() << "the hollow driver reads no template from disk";
                           return r;
                         })) {
@@ -162,7 +161,7 @@ BOOST_FIXTURE_TEST_CASE(planted_template_links_outside_or_nested_are_refused, pl
   link("nested", base_dir + "/etc");
   link("nested2", base_dir + "/..");
   link("base2", base_dir); // a valid directory, but not base2-<hash>
-  link("chain", "base"); // a link to a link
+  link("chain", "base");   // a link to a link
   // A well-formed target that is itself a symlink to the host's root.
   link("fake", "fake-0123456789abcdef");
   link("fake-0123456789abcdef", "/");
