@@ -38,6 +38,8 @@ void append_capped(std::string& to, std::string_view data, const exec_request& r
 // Makes the driver's directories; returns the journal's path.
 std::string prepare(const std::string& data_dir) {
   std::filesystem::create_directories(data_dir + "/sandboxes");
+  // Sandbox content is the daemon's alone (no runtime needs to reach it here).
+  ::chmod(data_dir.c_str(), 0700);
   std::filesystem::create_directories(data_dir + "/empty-root");
   return data_dir + "/hollow.journal";
 }
@@ -272,13 +274,12 @@ outcome<void> hollow_driver::write_file(const std::string& id, const std::string
   });
 }
 
-outcome<std::vector<dir_entry>> hollow_driver::list_dir(const std::string& id,
-                                                        const std::string& path) {
+outcome<dir_listing> hollow_driver::list_dir(const std::string& id, const std::string& path) {
   wait_latency();
   auto r = find(id);
   if (!r)
     return r.err();
-  return list_dir_in_root(read_root(id), path);
+  return list_dir_in_root(read_root(id), path, r->limits.max_dir_entries);
 }
 
 outcome<file_info> hollow_driver::stat(const std::string& id, const std::string& path) {

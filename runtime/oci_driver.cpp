@@ -2,6 +2,7 @@
 
 #include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
+#include "runtime/id_map.hpp"
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
@@ -102,6 +103,8 @@ std::optional<std::string> oci_unavailable(oci_runtime runtime) {
     return std::string("the base template needs /bin/busybox; apt-get install busybox-static");
   if (!fs::exists("/sys/fs/cgroup/memory") && !fs::exists("/sys/fs/cgroup/cgroup.controllers"))
     return std::string("no cgroup filesystem at /sys/fs/cgroup");
+  if (auto why = layer_pool::unavailable())
+    return why;
   return std::nullopt;
 }
 
@@ -112,12 +115,44 @@ static oci_options with_canonical_dir(oci_options o) {
   return o;
 }
 
+// Every directory above the data directory must be searchable by others: the runtime's
+// processes in a sandbox's user namespace (crun's init, runsc's gofer) reach the bundle
+// through them as the sandbox's unprivileged root.
+static void check_ancestors_searchable(const std::string& data_dir) {
+  for (fs::path p = fs::path(data_dir).parent_path(); !p.empty(); p = p.parent_path()) {
+    struct stat st {};
+    if (::stat(p.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0)
+      throw std::invalid_argument("directory " + p.string() +
+                                  " above the data directory must be searchable by other "
+                                  "users (chmod o+x " +
+                                  p.string() +
+                                  "): sandboxes run as unprivileged host users and "
+                                  "reach their root filesystem through it");
+    if (p == p.root_path())
+      break;
+  }
+}
+
+// The directories of the data directory and who may reach them (docs/security.md): the
+// top and sandboxes/ only traversable (0711), the rest the daemon's alone.
+static void set_data_dir_modes(const std::string& data) {
+  for (const auto& [path, mode] : {std::pair<std::string, mode_t>{data, 0711},
+                                   {data + "/sandboxes", 0711},
+                                   {data + "/templates", 0700},
+                                   {data + "/state", 0700}})
+    if (::chmod(path.c_str(), mode) != 0)
+      throw std::system_error(errno, std::generic_category(), "chmod " + path);
+}
+
 oci_driver::oci_driver(oci_options options)
     : options_(with_canonical_dir(std::move(options))), templates_(options_.data_dir),
-      removals_(options_.data_dir) {
+      removals_(options_.data_dir),
+      layers_({options_.data_dir, options_.layer_pool_bytes, options_.default_disk_bytes}),
+      ids_(options_.id_ranges_first, options_.id_ranges_count) {
   if (options_.data_dir.find_first_of(",:") != std::string::npos)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
+  check_ancestors_searchable(options_.data_dir);
   runtime_bin_ = options_.runtime_path.empty() ? find_program(runtime_name(options_.runtime))
                                                : options_.runtime_path;
   state_root_ = options_.data_dir + "/state/" + runtime_name(options_.runtime);
@@ -128,6 +163,10 @@ oci_driver::oci_driver(oci_options options)
   if (!sandboxes_fd_)
     throw std::system_error(errno, std::generic_category(), "open " + options_.data_dir);
   instance_ = instance_of(options_.data_dir);
+  set_data_dir_modes(options_.data_dir);
+  for (const auto& id : sandbox_ids(options_.data_dir))
+    if (auto r = load_record(options_.data_dir, id); r && r->id_base != 0)
+      ids_.mark_taken({r->id_base});
 }
 
 std::string_view oci_driver::name() const {
@@ -191,7 +230,29 @@ outcome<void> oci_driver::cli_step(const std::string& id, const char* step,
 
 overlay_dirs oci_driver::overlay_of(const sandbox_record& r) const {
   std::string d = dir(r.info.id);
-  return {r.template_dir, d + "/upper", d + "/work", d + "/merged"};
+  if (r.id_base == 0) // a sandbox made before layers had their own pool and range
+    return {r.template_dir, d + "/upper", d + "/work", d + "/merged"};
+  return {d + "/lower", layers_.upper(r.info.id), layers_.work(r.info.id), d + "/merged"};
+}
+
+void oci_driver::mount_rootfs(const sandbox_record& r) {
+  auto ov = overlay_of(r);
+  if (is_mount_point(ov.target))
+    return;
+  if (r.id_base != 0 && !is_mount_point(ov.lower)) {
+    auto t = templates_.open_rootfs(r.template_dir);
+    if (!t)
+      throw std::runtime_error(t.err().message);
+    mount_idmapped(t->get(), ov.lower, {r.id_base});
+  }
+  mount_overlay(ov);
+}
+
+void oci_driver::unmount_rootfs(const sandbox_record& r, bool flush) {
+  auto ov = overlay_of(r);
+  unmount_overlay(ov, flush);
+  if (r.id_base != 0)
+    unmount_path(ov.lower);
 }
 
 std::optional<std::string> oci_driver::runtime_status(const std::string& id) const {
@@ -206,12 +267,11 @@ std::optional<std::string> oci_driver::runtime_status(const std::string& id) con
 
 outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_new_record) {
   const std::string& id = r.info.id;
-  auto ov = overlay_of(r);
-  if (!is_mount_point(ov.target))
-    mount_overlay(ov);
-  // The sandbox's directory is its OCI bundle: config.json beside the layers.
-  write_small_at(sandbox_fd(id).get(), "config.json",
-                 make_config_json({ov.target, cgroup_path(id), r.info.limits}));
+  mount_rootfs(r);
+  // The sandbox's directory is its OCI bundle: config.json beside the root filesystem.
+  write_small_at(
+    sandbox_fd(id).get(), "config.json",
+    make_config_json({overlay_of(r).target, cgroup_path(id), r.info.limits, r.id_base}));
   memfd_file pid_file;
   std::vector<std::string> args = {"create", "--bundle", dir(id)};
   if (options_.runtime == oci_runtime::crun)
@@ -271,20 +331,33 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     r.info.limits = req.limits;
     r.info.status = sandbox_status::created;
     r.template_dir = root.value();
+    auto range = ids_.take();
+    if (!range)
+      return make_error(errc::resource_exhausted,
+                        "every host id range of this node is in use; remove a sandbox first");
+    r.id_base = range->base;
     auto undo = [&] {
       delete_container(req.id, false);
-      unmount_overlay(overlay_of(r));
+      unmount_rootfs(r, false);
+      layers_.remove(req.id);
       remove_tree_at(sandboxes_fd_.get(), req.id);
+      ids_.release(*range);
     };
     outcome<void> c;
     try {
-      // A spare skeleton of a removed sandbox (its directory, empty work/ and merged/,
-      // a new empty upper/) saves making them.
-      if (!removals_.reuse(d))
-        fs::create_directories(d);
-      for (const char* sub : {"upper", "work", "merged"})
-        if (::mkdir((d + "/" + sub).c_str(), 0755) != 0 && errno != EEXIST)
+      // A spare skeleton of a removed sandbox (its directory, empty lower/ and merged/)
+      // saves making them.
+      if (!removals_.reuse(d) && ::mkdirat(sandboxes_fd_.get(), req.id.c_str(), 0710) != 0)
+        throw std::system_error(errno, std::generic_category(), "mkdir " + d);
+      unique_fd sb = sandbox_fd(req.id);
+      // Only the sandbox's root (its group) may pass through, to reach merged/.
+      if (::fchownat(sb.get(), "", 0, range->base, AT_EMPTY_PATH) != 0 ||
+          ::fchmodat(sandboxes_fd_.get(), req.id.c_str(), 0710, AT_SYMLINK_NOFOLLOW) != 0)
+        throw std::system_error(errno, std::generic_category(), "chown " + d);
+      for (const char* sub : {"lower", "merged"})
+        if (::mkdirat(sb.get(), sub, 0700) != 0 && errno != EEXIST)
           throw std::system_error(errno, std::generic_category(), "mkdir " + d + "/" + sub);
+      layers_.create(req.id, range->base, range->base, req.limits.disk_bytes);
       save_record(options_.data_dir, r, record_write::first);
       c = create_container(r, true);
     } catch (...) {
@@ -391,7 +464,7 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
         return c.err();
       rec = r.value();
     }
-    auto doc = make_process_json(req);
+    auto doc = make_process_json(req, rec.info.limits.pids);
     if (!doc)
       return doc.err();
     memfd_file process_json(doc.value());
@@ -462,7 +535,7 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
       return c;
     if (mode == pause_mode::filesystem) {
       delete_container(id, false);
-      unmount_overlay(overlay_of(r.value()));
+      unmount_rootfs(r.value());
       r->info.status = sandbox_status::paused_filesystem;
     } else if (options_.runtime == oci_runtime::crun) {
       if (auto c = cli_step(id, "pause", {"pause", cid(id)}); !c)
@@ -504,9 +577,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
         return c;
     } else {
       std::string image = dir(id) + "/checkpoint";
-      auto ov = overlay_of(r.value());
-      if (!is_mount_point(ov.target))
-        mount_overlay(ov);
+      mount_rootfs(r.value());
       if (auto c = cli_step(
             id, "restore",
             {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), cid(id)});
@@ -530,8 +601,16 @@ outcome<void> oci_driver::remove(const std::string& id) {
       return make_error(errc::not_found, "sandbox " + id + " not found; nothing to remove");
     auto r = load_record(options_.data_dir, id);
     delete_container(id, !r || r->info.status == sandbox_status::paused_memory);
-    overlay_dirs ov{r ? r->template_dir : "", d + "/upper", d + "/work", d + "/merged"};
-    unmount_overlay(ov, false);
+    if (r) {
+      unmount_rootfs(*r, false);
+    } else { // no record: whatever is mounted there goes
+      unmount_path(d + "/merged");
+      unmount_path(d + "/lower");
+    }
+    if (layers_.exists(id))
+      layers_.remove(id);
+    if (r && r->id_base != 0)
+      ids_.release({r->id_base});
     for (const char* ctrl :
          {"memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd"}) {
       std::string cg = std::string("/sys/fs/cgroup/") + ctrl + cgroup_path(id);
@@ -550,46 +629,66 @@ outcome<void> oci_driver::remove(const std::string& id) {
 
 template <class F>
 auto oci_driver::with_files(const std::string& id, bool write, F&& f)
-  -> decltype(f(std::string(), 0ull)) {
+  -> decltype(f(std::string(), sandbox_record())) {
+  using result = decltype(f(std::string(), sandbox_record()));
   if (auto c = check_sandbox_id(id); !c)
     return c.err();
   auto g = locks_.lock(id);
-  return guard_faults("files of sandbox " + id, [&]() -> decltype(f(std::string(), 0ull)) {
+  return guard_faults("files of sandbox " + id, [&]() -> result {
     auto r = find_record(options_.data_dir, id);
     if (!r)
       return r.err();
     if (write)
       if (auto c = check_allowed(r->info, operation::write); !c)
         return c.err();
-    // Offline (filesystem-paused): mount the overlay for this call only, so that
+    // Offline (filesystem-paused): mount the root filesystem for this call only, so that
     // whiteouts and the template below are honoured exactly as inside the sandbox.
-    scoped_overlay ov(overlay_of(r.value()));
-    return f(dir(id) + "/merged", r->info.limits.max_file_bytes);
+    bool mounted_here = !is_mount_point(overlay_of(r.value()).target);
+    if (mounted_here)
+      mount_rootfs(r.value());
+    struct unmount_after {
+      oci_driver* d;
+      const sandbox_record* r;
+      bool on;
+      ~unmount_after() {
+        if (on) {
+          try {
+            d->unmount_rootfs(*r);
+          } catch (...) {
+            // Left mounted; remove() and the next pause unmount it.
+          }
+        }
+      }
+    } after{this, &r.value(), mounted_here};
+    return f(dir(id) + "/merged", r.value());
   });
 }
 
 outcome<std::string> oci_driver::read_file(const std::string& id, const std::string& path) {
-  return with_files(id, false, [&](const std::string& root, unsigned long long max) {
-    return read_file_in_root(root, path, max);
+  return with_files(id, false, [&](const std::string& root, const sandbox_record& r) {
+    return read_file_in_root(root, path, r.info.limits.max_file_bytes);
   });
 }
 
 outcome<void> oci_driver::write_file(const std::string& id, const std::string& path,
                                      std::string_view content, std::uint32_t mode) {
-  return with_files(id, true, [&](const std::string& root, unsigned long long max) {
-    return write_file_in_root(root, path, content, mode, max);
+  return with_files(id, true, [&](const std::string& root, const sandbox_record& r) {
+    // Files the daemon writes belong to the sandbox's root, as if it had written them.
+    std::optional<file_owner> owner;
+    if (r.id_base != 0)
+      owner = file_owner{r.id_base, r.id_base};
+    return write_file_in_root(root, path, content, mode, r.info.limits.max_file_bytes, owner);
   });
 }
 
-outcome<std::vector<dir_entry>> oci_driver::list_dir(const std::string& id,
-                                                     const std::string& path) {
-  return with_files(id, false, [&](const std::string& root, unsigned long long) {
-    return list_dir_in_root(root, path);
+outcome<dir_listing> oci_driver::list_dir(const std::string& id, const std::string& path) {
+  return with_files(id, false, [&](const std::string& root, const sandbox_record& r) {
+    return list_dir_in_root(root, path, r.info.limits.max_dir_entries);
   });
 }
 
 outcome<file_info> oci_driver::stat(const std::string& id, const std::string& path) {
-  return with_files(id, false, [&](const std::string& root, unsigned long long) {
+  return with_files(id, false, [&](const std::string& root, const sandbox_record&) {
     return stat_in_root(root, path);
   });
 }
@@ -602,7 +701,10 @@ outcome<usage_info> oci_driver::usage(const std::string& id) {
     if (!r)
       return r.err();
     usage_info u;
-    u.writable_bytes = tree_bytes_at(sandbox_fd(id).get(), "upper");
+    // The kernel's count for the layer (layer_pool.hpp); a sandbox made before layers had
+    // their own pool is walked by handle.
+    u.writable_bytes =
+      r->id_base != 0 ? layers_.usage(id) : tree_bytes_at(sandbox_fd(id).get(), "upper");
     std::string mem =
       read_small("/sys/fs/cgroup/memory" + cgroup_path(id) + "/memory.usage_in_bytes");
     if (!mem.empty())

@@ -27,6 +27,8 @@
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/id_map.hpp"
+#include "runtime/layer_pool.hpp"
 #include "runtime/orphan_reaper.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/removal_queue.hpp"
@@ -45,8 +47,18 @@ enum class oci_runtime { crun, runsc };
 
 struct oci_options {
   oci_runtime runtime = oci_runtime::runsc;
-  std::string data_dir;     // created if missing; no ',' or ':' in it (overlay options)
+  // Created if missing; no ',' or ':' in it (overlay mount options); every directory above
+  // it must be searchable by others (sandboxes reach their root filesystem through it).
+  std::string data_dir;
   std::string runtime_path; // empty: looked up in PATH
+  // Host ids of sandboxes: `id_ranges_count` ranges of 65536 from `id_ranges_first`, one
+  // per sandbox (id_map.hpp). Keep them free of host users and /etc/subuid ranges.
+  std::uint32_t id_ranges_first = 1u << 30;
+  std::uint32_t id_ranges_count = 16384;
+  // The writable layers' pool (layer_pool.hpp): its size when first made (0: 64 GiB, at
+  // most half the free space) and a sandbox's disk limit when it asks for 0.
+  std::uint64_t layer_pool_bytes = 0;
+  std::uint64_t default_disk_bytes = 10ull << 30;
 };
 
 // Why `runtime` cannot run sandboxes on this machine, or nullopt when it can.
@@ -67,7 +79,7 @@ public:
   outcome<std::string> read_file(const std::string& id, const std::string& path) override;
   outcome<void> write_file(const std::string& id, const std::string& path, std::string_view content,
                            std::uint32_t mode) override;
-  outcome<std::vector<dir_entry>> list_dir(const std::string& id, const std::string& path) override;
+  outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
@@ -103,6 +115,10 @@ private:
   // sandboxes/<id> opened by handle beneath sandboxes/; throws std::system_error if missing.
   unique_fd sandbox_fd(const std::string& id) const;
   overlay_dirs overlay_of(const sandbox_record& r) const;
+  // The sandbox's root filesystem: lower/ (its template, idmapped to its host ids) and the
+  // overlay on merged/; mount_rootfs mounts what is missing, unmount_rootfs both.
+  void mount_rootfs(const sandbox_record& r);
+  void unmount_rootfs(const sandbox_record& r, bool flush = true);
   // Mounts the overlay if needed, writes config.json and has the runtime create the
   // container; with `sync_new_record`, also fsyncs the sandbox's first record.
   outcome<void> create_container(const sandbox_record& r, bool sync_new_record = false);
@@ -115,8 +131,11 @@ private:
   void kill_exec_tree(const std::string& id, const std::string& pid_text) const;
   std::uint64_t oom_kills(const std::string& id) const;
 
+  // Runs f(merged root, record) with the root filesystem mounted (for this call only when
+  // the sandbox is filesystem-paused).
   template <class F>
-  auto with_files(const std::string& id, bool write, F&& f) -> decltype(f(std::string(), 0ull));
+  auto with_files(const std::string& id, bool write, F&& f)
+    -> decltype(f(std::string(), sandbox_record()));
 
   oci_options options_;
   std::string runtime_bin_;
@@ -127,6 +146,8 @@ private:
   sandbox_locks locks_;
   orphan_reaper::user reaper_;
   removal_queue removals_;
+  layer_pool layers_;
+  id_ranges ids_;
 };
 
 } // namespace sandboxd::runtime

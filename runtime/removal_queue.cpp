@@ -34,7 +34,7 @@ std::string unique_name(const std::string& base) {
 }
 
 // What a skeleton keeps: empty directories, and files whose content is truncated.
-const std::set<std::string> kept_dirs = {"work", "merged"};
+const std::set<std::string> kept_dirs = {"lower", "merged"};
 const std::set<std::string> kept_files = {"sandbox.json", ".sandbox.json.next", "config.json"};
 
 unique_fd open_dir(const std::string& path) {
@@ -181,25 +181,20 @@ bool removal_queue::strip(const std::string& name) const {
     if (::fstatat(dir.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
       return false;
     if (kept_dirs.count(n) && S_ISDIR(st.st_mode)) {
-      if (n == "work")
-        if (unique_fd w = open_beneath(dir.get(), n, O_PATH | O_DIRECTORY | O_NOFOLLOW))
-          for (const auto& inner : names_in(w.get()))
-            remove_quietly(w.get(), inner);
+      continue; // checked below: empty, and no mount point
     } else if (kept_files.count(n) && S_ISREG(st.st_mode)) {
       unique_fd f = open_beneath(dir.get(), n, O_WRONLY | O_TRUNC | O_NOFOLLOW);
       ok = ok && f;
     } else {
-      remove_quietly(dir.get(), n); // upper/ (the writable layer), checkpoint/, anything else
+      remove_quietly(dir.get(), n); // checkpoint/, a layer of an older layout, anything else
     }
   }
-  // A new, empty writable layer for the next sandbox: made here, off its create.
-  ok = ok && ::mkdirat(dir.get(), "upper", 0755) == 0;
   for (const auto& n : names_in(dir.get()))
-    if (!kept_dirs.count(n) && !kept_files.count(n) && n != "upper")
+    if (!kept_dirs.count(n) && !kept_files.count(n))
       return false;
   for (const auto& d : kept_dirs)
     ok = ok && is_plain_empty_dir(dir.get(), d);
-  return ok && is_plain_empty_dir(dir.get(), "upper");
+  return ok;
 }
 
 void removal_queue::run() {

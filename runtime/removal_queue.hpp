@@ -3,16 +3,15 @@
 // the queue's own directory (`<data>/removing/`, same filesystem: one rename) and
 // returns; the thread then deletes the tree, or recycles it.
 //
-// Why: freeing every inode of a layer and of overlayfs's work directory takes
-// milliseconds even for an empty sandbox, and making a new sandbox's directories costs
-// as much again (ext4 searches for a free inode on every one). So a directory taken
-// with `recyclable` is emptied down to a skeleton — the directory itself, an empty
-// `work/` and `merged/`, a new empty `upper/` made after the old layer is deleted, and
-// the record and bundle files truncated — and kept in
-// `<data>/spare/` (at most `max_spares`) for `reuse(path)` to move into place for the
-// next sandbox. Nothing of the old sandbox is reused that its processes could write:
-// its writable layer (`upper/`) and everything else in it are deleted, and a skeleton
-// that is not exactly as described (e.g. `merged/` still a mount point) is deleted.
+// Why: freeing every inode of a sandbox's directory takes milliseconds even for an empty
+// sandbox, and making a new sandbox's directories costs as much again (ext4 searches
+// for a free inode on every one). So a directory taken with `recyclable` is emptied down
+// to a skeleton — the directory itself, empty `lower/` and `merged/` mount points (not
+// mounted), and the record and bundle files truncated — and kept in `<data>/spare/` (at
+// most `max_spares`) for `reuse(path)` to move into place for the next sandbox. Nothing
+// of the old sandbox is reused that its processes could write (its writable layer lives
+// in the layer pool and is deleted with it); a skeleton that is not exactly as described
+// (e.g. `merged/` still a mount point) is deleted.
 //
 // Nothing outside the data directory is ever touched: a path given to take() or reuse()
 // must be spelled strictly inside it (plain components, no "." or ".."; else

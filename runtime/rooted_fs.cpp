@@ -105,7 +105,7 @@ bool write_all(int fd, std::string_view data) {
 // Opens (creating as needed) the directory `rel_dir` inside the root, each component
 // resolved inside the root again after it was made.
 outcome<unique_fd> open_parent_creating(int rootfd, const std::string& rel_dir,
-                                        std::string_view shown) {
+                                        std::string_view shown, std::optional<file_owner> owner) {
   int fd = open_in(rootfd, rel_dir, O_PATH | O_DIRECTORY);
   if (fd >= 0)
     return unique_fd(fd);
@@ -127,8 +127,13 @@ outcome<unique_fd> open_parent_creating(int rootfd, const std::string& rel_dir,
     prefix += (prefix.empty() ? "" : "/") + comp;
     int f = open_in(rootfd, prefix, O_PATH | O_DIRECTORY);
     if (f < 0 && errno == ENOENT) {
-      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST)
+      if (::mkdirat(cur.get(), comp.c_str(), 0755) == 0) {
+        if (owner &&
+            ::fchownat(cur.get(), comp.c_str(), owner->uid, owner->gid, AT_SYMLINK_NOFOLLOW) != 0)
+          return errno_error(errno, shown);
+      } else if (errno != EEXIST) {
         return errno_error(errno, shown);
+      }
       f = open_in(rootfd, prefix, O_PATH | O_DIRECTORY);
     }
     if (f < 0)
@@ -159,8 +164,8 @@ outcome<opened_file> open_target(const std::string& root, std::string_view path,
 }
 
 // Calls f(name, lstat) for each entry of the directory open as `fd` (which it takes
-// over), skipping "." and ".." and entries removed meanwhile. False when `fd` is not
-// a readable directory.
+// over), skipping "." and ".." and entries removed meanwhile, until f returns false.
+// False when `fd` is not a readable directory.
 template <class F>
 bool for_each_entry(int fd, F&& f) {
   if (fd < 0)
@@ -175,8 +180,9 @@ bool for_each_entry(int fd, F&& f) {
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     struct stat st {};
-    if (n != "." && n != ".." && ::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-      f(n, st);
+    if (n != "." && n != ".." && ::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !f(n, st))
+      break;
   }
   ::closedir(d);
   return true;
@@ -231,7 +237,7 @@ outcome<std::string> read_file_in_root(const std::string& root, std::string_view
 
 outcome<void> write_file_in_root(const std::string& root, std::string_view path,
                                  std::string_view content, std::uint32_t mode,
-                                 std::uint64_t max_bytes) {
+                                 std::uint64_t max_bytes, std::optional<file_owner> owner) {
   auto rel = relative(path);
   if (!rel)
     return rel.err();
@@ -250,7 +256,7 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
   auto rootfd = open_root(root);
   if (!rootfd)
     return rootfd.err();
-  auto parent = open_parent_creating(rootfd->get(), dir, path);
+  auto parent = open_parent_creating(rootfd->get(), dir, path, owner);
   if (!parent)
     return parent.err();
   // O_PATH parents cannot be written through; reopen the same directory for writing.
@@ -271,6 +277,9 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
   };
   if (!write_all(out.get(), content))
     return fail(errno);
+  if (owner && ::fchown(out.get(), owner->uid, owner->gid) != 0)
+    return fail(errno);
+  // After the chown, which would clear setuid bits anyway: only permission bits are kept.
   if (::fchmod(out.get(), mode & 0777) != 0 || ::fsync(out.get()) != 0)
     return fail(errno);
   if (::renameat(pdir.get(), tmp.c_str(), pdir.get(), name.c_str()) != 0)
@@ -278,13 +287,19 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
   return {};
 }
 
-outcome<std::vector<dir_entry>> list_dir_in_root(const std::string& root, std::string_view path) {
+outcome<dir_listing> list_dir_in_root(const std::string& root, std::string_view path,
+                                      std::uint32_t max_entries) {
   auto opened = open_target(root, path, O_RDONLY | O_DIRECTORY);
   if (!opened)
     return opened.err();
-  std::vector<dir_entry> out;
+  dir_listing out;
   if (!for_each_entry(opened->fd.release(), [&](const std::string& n, const struct stat& st) {
-        out.push_back(dir_entry{n, info_of(st)});
+        if (out.entries.size() >= max_entries) {
+          out.truncated = true;
+          return false;
+        }
+        out.entries.push_back(dir_entry{n, info_of(st)});
+        return true;
       }))
     return errno_error(errno, path);
   return out;

@@ -15,18 +15,33 @@
 #include "runtime/driver.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 namespace sandboxd::runtime {
 
 outcome<std::string> read_file_in_root(const std::string& root, std::string_view path,
                                        std::uint64_t max_bytes);
+// The owner given to files and directories a write makes, when not the caller's own.
+struct file_owner {
+  uid_t uid;
+  gid_t gid;
+};
+
+// With `owner`, the file written and every parent directory made get that owner (the
+// sandbox's root, so that code inside may change them).
 outcome<void> write_file_in_root(const std::string& root, std::string_view path,
                                  std::string_view content, std::uint32_t mode,
-                                 std::uint64_t max_bytes);
-outcome<std::vector<dir_entry>> list_dir_in_root(const std::string& root, std::string_view path);
+                                 std::uint64_t max_bytes,
+                                 std::optional<file_owner> owner = std::nullopt);
+// Reads at most `max_entries` entries of the directory (and one more, to know whether
+// there are more): a directory of any size is answered in time and memory bounded by
+// the cap.
+outcome<dir_listing> list_dir_in_root(const std::string& root, std::string_view path,
+                                      std::uint32_t max_entries);
 outcome<file_info> stat_in_root(const std::string& root, std::string_view path);
 
 } // namespace sandboxd::runtime

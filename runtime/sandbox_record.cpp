@@ -56,12 +56,15 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
     {"template", r.info.template_name},
     {"status", to_string(r.info.status)},
     {"template_dir", r.template_dir},
+    {"id_base", r.id_base},
     {"limits",
      {{"memory_bytes", l.memory_bytes},
       {"cpu_millis", l.cpu_millis},
       {"pids", l.pids},
       {"max_output_bytes", l.max_output_bytes},
-      {"max_file_bytes", l.max_file_bytes}}},
+      {"max_file_bytes", l.max_file_bytes},
+      {"disk_bytes", l.disk_bytes},
+      {"max_dir_entries", l.max_dir_entries}}},
   };
   unique_fd dir = open_sandbox_dir(data_dir, r.info.id);
   if (!dir)
@@ -131,6 +134,7 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
   r.info.id = j.value("id", "");
   r.info.template_name = j.value("template", "");
   r.template_dir = j.value("template_dir", "");
+  r.id_base = j.value("id_base", 0u);
   auto st = parse_status(j.value("status", ""));
   if (r.info.id != id || !st)
     return std::nullopt;
@@ -143,6 +147,8 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
     o.pids = l.value("pids", o.pids);
     o.max_output_bytes = l.value("max_output_bytes", o.max_output_bytes);
     o.max_file_bytes = l.value("max_file_bytes", o.max_file_bytes);
+    o.disk_bytes = l.value("disk_bytes", o.disk_bytes);
+    o.max_dir_entries = l.value("max_dir_entries", o.max_dir_entries);
   }
   return r;
 }

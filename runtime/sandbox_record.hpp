@@ -25,7 +25,8 @@ namespace sandboxd::runtime {
 
 struct sandbox_record {
   sandbox_info info;
-  std::string template_dir; // the template's root filesystem (empty for hollow)
+  std::string template_dir;  // the template's root filesystem (empty for hollow)
+  std::uint32_t id_base = 0; // host uid and gid of the sandbox's root (id_map.hpp); 0: none
 };
 
 // <data_dir>/sandboxes/<id>. Throws std::invalid_argument unless `id` is one plain path
