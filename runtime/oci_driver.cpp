@@ -2,13 +2,16 @@
 
 #include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
+#include "runtime/exec_guard.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
 #include "runtime/rooted_fs.hpp"
+#include "runtime/runsc_binary.hpp"
 #include "runtime/tree_walk.hpp"
 
+#include <atomic>
 #include <csignal>
 #include <cstdio>
 #include <fcntl.h>
@@ -28,6 +31,29 @@ namespace fs = std::filesystem;
 
 namespace sandboxd::runtime {
 namespace {
+
+std::string read_small(const std::string& path);
+
+// A name in a private directory for a runtime to write a small file to (through a
+// temporary file and a rename, as runsc does); removed with the object.
+class scratch_file {
+public:
+  explicit scratch_file(const std::string& dir) {
+    static std::atomic<std::uint64_t> counter{0};
+    path_ = dir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter++);
+  }
+  ~scratch_file() { ::unlink(path_.c_str()); }
+  scratch_file(const scratch_file&) = delete;
+  scratch_file& operator=(const scratch_file&) = delete;
+  const std::string& path() const { return path_; }
+  std::string read() const { return read_small(path_); }
+
+private:
+  std::string path_;
+};
+
+// How long after an exec's timeout the driver stops waiting for its guard.
+constexpr std::chrono::seconds k_guard_grace{5};
 
 const char* runtime_name(oci_runtime r) {
   return r == oci_runtime::crun ? "crun" : "runsc";
@@ -96,9 +122,12 @@ std::optional<std::string> oci_unavailable(oci_runtime runtime) {
   const char* name = runtime_name(runtime);
   if (::geteuid() != 0)
     return std::string(name) + " sandboxes need root (overlay mounts, cgroups)";
-  if (find_program(name).empty())
-    return std::string(name) + " is not installed (not found in PATH); apt-get install " +
-           (runtime == oci_runtime::crun ? "crun" : "runsc");
+  bool found =
+    runtime == oci_runtime::crun ? !find_program(name).empty() : !find_runsc().path.empty();
+  if (!found)
+    return std::string(name) + " is not installed (not found in PATH); " +
+           (runtime == oci_runtime::crun ? "apt-get install crun"
+                                         : "run scripts/setup (or apt-get install runsc)");
   if (::access("/bin/busybox", X_OK) != 0)
     return std::string("the base template needs /bin/busybox; apt-get install busybox-static");
   if (!fs::exists("/sys/fs/cgroup/memory") && !fs::exists("/sys/fs/cgroup/cgroup.controllers"))
@@ -153,8 +182,15 @@ oci_driver::oci_driver(oci_options options)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
   check_ancestors_searchable(options_.data_dir);
-  runtime_bin_ = options_.runtime_path.empty() ? find_program(runtime_name(options_.runtime))
-                                               : options_.runtime_path;
+  if (options_.runtime == oci_runtime::runsc) {
+    runsc_binary b = find_runsc(options_.runtime_path);
+    runtime_bin_ = b.path;
+    runsc_current_ = b.current;
+    runtime_note_ = b.note;
+  } else {
+    runtime_bin_ = options_.runtime_path.empty() ? find_program("crun") : options_.runtime_path;
+    runtime_note_ = "crun " + runtime_bin_;
+  }
   state_root_ = options_.data_dir + "/state/" + runtime_name(options_.runtime);
   fs::create_directories(state_root_);
   fs::create_directories(options_.data_dir + "/sandboxes");
@@ -164,9 +200,26 @@ oci_driver::oci_driver(oci_options options)
     throw std::system_error(errno, std::generic_category(), "open " + options_.data_dir);
   instance_ = instance_of(options_.data_dir);
   set_data_dir_modes(options_.data_dir);
+  // The exec guard, reachable (not listable) for the runtimes' user-namespaced processes.
+  std::string helpers = options_.data_dir + "/helpers";
+  if (::mkdir(helpers.c_str(), 0711) != 0 && errno != EEXIST)
+    throw std::system_error(errno, std::generic_category(), "mkdir " + helpers);
+  ::chmod(helpers.c_str(), 0711);
+  install_exec_guard(exec_guard_path());
+  if (::mkdir((state_root_ + "/scratch").c_str(), 0700) != 0 && errno != EEXIST)
+    throw std::system_error(errno, std::generic_category(), "mkdir " + state_root_ + "/scratch");
   for (const auto& id : sandbox_ids(options_.data_dir))
     if (auto r = load_record(options_.data_dir, id); r && r->id_base != 0)
       ids_.mark_taken({r->id_base});
+}
+
+oci_driver::~oci_driver() {
+  try {
+    if (sandbox_ids(options_.data_dir).empty())
+      unmount_path(state_root_ + "/null-netns");
+  } catch (...) {
+    // Left for the next driver on this data directory.
+  }
 }
 
 std::string_view oci_driver::name() const {
@@ -194,6 +247,12 @@ unique_fd oci_driver::sandbox_fd(const std::string& id) const {
 std::vector<std::string> oci_driver::runtime_command() const {
   if (options_.runtime == oci_runtime::crun)
     return {runtime_bin_, "--root=" + state_root_};
+  // --overlay2=none: the sandbox's writes go to its layer on the host (paused reads and
+  // storage billing read it), which is nosuid,nodev there.
+  if (runsc_current_)
+    return {runtime_bin_,         "--root=" + state_root_,   "--network=none",
+            "--platform=systrap", "--file-access=exclusive", "--overlay2=none",
+            "--oci-seccomp"};
   return {runtime_bin_,        "--root=" + state_root_, "--network=none",
           "--platform=ptrace", "--overlay2=none",       "--file-access=shared"};
 }
@@ -269,9 +328,9 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
   const std::string& id = r.info.id;
   mount_rootfs(r);
   // The sandbox's directory is its OCI bundle: config.json beside the root filesystem.
-  write_small_at(
-    sandbox_fd(id).get(), "config.json",
-    make_config_json({overlay_of(r).target, cgroup_path(id), r.info.limits, r.id_base}));
+  write_small_at(sandbox_fd(id).get(), "config.json",
+                 make_config_json({overlay_of(r).target, cgroup_path(id), r.info.limits, r.id_base,
+                                   r.id_base != 0 ? exec_guard_path() : ""}));
   memfd_file pid_file;
   std::vector<std::string> args = {"create", "--bundle", dir(id)};
   if (options_.runtime == oci_runtime::crun)
@@ -292,7 +351,7 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
 }
 
 void oci_driver::delete_container(const std::string& id, bool frozen) {
-  if (frozen && options_.runtime == oci_runtime::crun)
+  if (frozen && freezes())
     cli({"resume", cid(id)}); // frozen processes cannot die
   cli({"delete", "--force", cid(id)});
   orphan_reaper::poke();
@@ -464,33 +523,48 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
         return c.err();
       rec = r.value();
     }
-    auto doc = make_process_json(req, rec.info.limits.pids);
+    // Sandboxes of the current layout run every exec under the guard (exec_guard.hpp).
+    const bool guarded = rec.id_base != 0;
+    auto doc = make_process_json(req, rec.info.limits.pids, guarded);
     if (!doc)
       return doc.err();
     memfd_file process_json(doc.value());
-    memfd_file pid_file;
+    // crun writes the pid file in place (a memfd path works); runsc writes a temporary
+    // file beside it and renames it, so it gets a name in a private directory.
+    memfd_file crun_pid;
+    scratch_file runsc_pid(state_root_ + "/scratch");
+    struct {
+      bool crun;
+      memfd_file& m;
+      scratch_file& f;
+      std::string read() const { return crun ? m.read() : f.read(); }
+    } pid_file{options_.runtime == oci_runtime::crun, crun_pid, runsc_pid};
     process_options o;
     o.argv = runtime_command();
     o.argv.push_back("exec");
     o.argv.push_back("--process=" + process_json.path());
-    o.argv.push_back(
-      (options_.runtime == oci_runtime::crun ? "--pid-file=" : "--internal-pid-file=") +
-      pid_file.path());
+    o.argv.push_back(pid_file.crun ? "--pid-file=" + crun_pid.path()
+                                   : "--internal-pid-file=" + runsc_pid.path());
     o.argv.push_back(cid(id));
     o.hide_cgroup2 = hides_cgroup2();
     o.stdin_data = req.stdin_data;
     o.max_output_bytes = rec.info.limits.max_output_bytes;
     o.on_output = req.on_output;
-    o.timeout = req.timeout;
+    // The guard ends the exec at its timeout; the driver's own deadline, a little later,
+    // is the backstop should the guard itself be gone (code in the sandbox may kill it).
+    o.timeout = guarded ? req.timeout + k_guard_grace : req.timeout;
     o.on_timeout = [&] { kill_exec_tree(id, pid_file.read()); };
     std::uint64_t ooms = oom_kills(id);
+    const auto started = std::chrono::steady_clock::now();
     auto p = run_process(o);
+    const bool guard_timed_out = guarded && p.exit_code == 128 + SIGKILL &&
+                                 std::chrono::steady_clock::now() - started >= req.timeout;
 
     exec_result res;
     res.stdout_data = std::move(p.out);
     res.stderr_data = std::move(p.err);
     res.output_truncated = p.truncated;
-    res.timed_out = p.timed_out;
+    res.timed_out = p.timed_out || guard_timed_out;
     res.oom_killed = oom_kills(id) > ooms;
     // The runtimes report a process killed by signal n as exit status 128 + n.
     if (p.exit_code > 128 && p.exit_code <= 128 + 64) {
@@ -537,7 +611,7 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
       delete_container(id, false);
       unmount_rootfs(r.value());
       r->info.status = sandbox_status::paused_filesystem;
-    } else if (options_.runtime == oci_runtime::crun) {
+    } else if (freezes()) {
       if (auto c = cli_step(id, "pause", {"pause", cid(id)}); !c)
         return c;
       r->info.status = sandbox_status::paused_memory;
@@ -572,7 +646,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
         return c;
       if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
         return c;
-    } else if (options_.runtime == oci_runtime::crun) {
+    } else if (freezes()) {
       if (auto c = cli_step(id, "resume", {"resume", cid(id)}); !c)
         return c;
     } else {
@@ -672,13 +746,46 @@ outcome<std::string> oci_driver::read_file(const std::string& id, const std::str
 
 outcome<void> oci_driver::write_file(const std::string& id, const std::string& path,
                                      std::string_view content, std::uint32_t mode) {
-  return with_files(id, true, [&](const std::string& root, const sandbox_record& r) {
-    // Files the daemon writes belong to the sandbox's root, as if it had written them.
-    std::optional<file_owner> owner;
-    if (r.id_base != 0)
-      owner = file_owner{r.id_base, r.id_base};
-    return write_file_in_root(root, path, content, mode, r.info.limits.max_file_bytes, owner);
-  });
+  return with_files(
+    id, true, [&](const std::string& root, const sandbox_record& r) -> outcome<void> {
+      // gVisor with exclusive file access never looks at the layer behind its back: while
+      // it runs, files are written through it, by the guard as the sandbox's root.
+      if (runsc_current_ && r.id_base != 0 && r.info.status == sandbox_status::running)
+        return write_through_sandbox(r, path, content, mode);
+      // Files the daemon writes belong to the sandbox's root, as if it had written them.
+      std::optional<file_owner> owner;
+      if (r.id_base != 0)
+        owner = file_owner{r.id_base, r.id_base};
+      return write_file_in_root(root, path, content, mode, r.info.limits.max_file_bytes, owner);
+    });
+}
+
+outcome<void> oci_driver::write_through_sandbox(const sandbox_record& r, const std::string& path,
+                                                std::string_view content, std::uint32_t mode) {
+  auto target = checked_write_path(path, content.size(), r.info.limits.max_file_bytes);
+  if (!target)
+    return target.err();
+  char octal[16];
+  std::snprintf(octal, sizeof octal, "%o", mode & 0777);
+  exec_request e;
+  e.argv = {k_exec_guard_in_sandbox, "--write", target.value(), octal};
+  e.stdin_data = std::string(content);
+  auto doc = make_process_json(e, r.info.limits.pids, false);
+  if (!doc)
+    return doc.err();
+  memfd_file process_json(doc.value());
+  process_options o;
+  o.argv = runtime_command();
+  o.argv.insert(o.argv.end(), {"exec", "--process=" + process_json.path(), cid(r.info.id)});
+  o.stdin_data = e.stdin_data;
+  o.timeout = std::chrono::minutes(2);
+  auto p = run_process(o);
+  if (p.exit_code == 0)
+    return {};
+  if (int e = 0; std::sscanf(p.err.c_str(), "errno %d", &e) == 1)
+    return error_of_errno(e, path);
+  return make_error(errc::failed,
+                    "writing " + path + " in sandbox " + r.info.id + " failed: " + p.err + p.out);
 }
 
 outcome<dir_listing> oci_driver::list_dir(const std::string& id, const std::string& path) {

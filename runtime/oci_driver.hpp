@@ -68,6 +68,9 @@ class oci_driver final : public driver {
 public:
   // Throws std::invalid_argument for a data directory the overlay options cannot hold.
   explicit oci_driver(oci_options options);
+  // With no sandbox left, unmounts what the runtime keeps mounted in its state directory
+  // (runsc's null-netns) and, through the layer pool, the pool.
+  ~oci_driver() override;
 
   std::string_view name() const override;
   outcome<sandbox_info> create(const create_request& request) override;
@@ -89,6 +92,11 @@ public:
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
   // benchmark's raw comparison.
   std::vector<std::string> runtime_command() const;
+  // Which runtime binary this driver runs and what it can do (runsc_binary.hpp).
+  const std::string& runtime_note() const { return runtime_note_; }
+  // Whether a memory pause freezes the sandbox in place (crun; the current runsc, whose
+  // restore leaves exec'd processes stuck) rather than checkpointing it (older runsc).
+  bool freezes() const { return options_.runtime == oci_runtime::crun || runsc_current_; }
   // Whether runtime calls must run in a mount namespace without the cgroup2 mount.
   bool hides_cgroup2() const { return options_.runtime == oci_runtime::crun; }
   // The cgroup path of a sandbox (e.g. /sandboxd/1a2b3c4d-sb1).
@@ -110,6 +118,7 @@ private:
   outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
+  std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
   // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
   bool has_dir(const std::string& id) const;
   // sandboxes/<id> opened by handle beneath sandboxes/; throws std::system_error if missing.
@@ -130,6 +139,10 @@ private:
   // `pid_text`.
   void kill_exec_tree(const std::string& id, const std::string& pid_text) const;
   std::uint64_t oom_kills(const std::string& id) const;
+  // write_file into a running sandbox through the sandbox's own kernel (the guard's
+  // --write), for runsc with exclusive file access.
+  outcome<void> write_through_sandbox(const sandbox_record& r, const std::string& path,
+                                      std::string_view content, std::uint32_t mode);
 
   // Runs f(merged root, record) with the root filesystem mounted (for this call only when
   // the sandbox is filesystem-paused).
@@ -139,6 +152,8 @@ private:
 
   oci_options options_;
   std::string runtime_bin_;
+  std::string runtime_note_;
+  bool runsc_current_ = false; // runsc_binary.hpp
   std::string state_root_;
   std::string instance_;
   unique_fd sandboxes_fd_; // <data>/sandboxes: every sandbox directory is reached through it

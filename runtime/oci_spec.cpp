@@ -1,5 +1,6 @@
 #include "runtime/oci_spec.hpp"
 
+#include "runtime/exec_guard.hpp"
 #include "runtime/seccomp_profile.hpp"
 
 #include <nlohmann/json.hpp>
@@ -98,6 +99,11 @@ std::string make_config_json(const bundle_params& p) {
      {"source", "sysfs"},
      {"options", {"nosuid", "noexec", "nodev", "ro"}}},
   });
+  if (!p.exec_guard.empty())
+    mounts.push_back({{"destination", k_exec_guard_in_sandbox},
+                      {"type", "bind"},
+                      {"source", p.exec_guard},
+                      {"options", {"bind", "ro", "nosuid", "nodev"}}});
   json namespaces = {{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}},
                      {{"type", "uts"}}, {{"type", "mount"}},   {{"type", "cgroup"}}};
   json linux = {{"resources", resources},
@@ -123,7 +129,7 @@ std::string make_config_json(const bundle_params& p) {
   return config.dump(1);
 }
 
-outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids) {
+outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids, bool guarded) {
   if (r.argv.empty() || r.argv[0].empty())
     return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
   std::vector<std::string> env = {k_default_path, "HOME=/root"};
@@ -146,7 +152,7 @@ outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids
     return make_error(errc::invalid_argument,
                       "working directory '" + r.cwd + "' must be an absolute path");
   try {
-    return process(r.argv, env, r.cwd, pids).dump();
+    return process(guarded ? guarded_argv(r.argv, r.timeout) : r.argv, env, r.cwd, pids).dump();
   } catch (const json::exception&) {
     return make_error(errc::invalid_argument,
                       "argv, env or cwd is not valid UTF-8; OCI runtimes take only UTF-8");

@@ -32,6 +32,9 @@ struct bundle_params {
   std::string cgroups_path; // e.g. /sandboxd/<instance>-<id>
   runtime::limits limits;
   std::uint32_t id_base = 0; // host uid and gid of the sandbox's root; 0: no user namespace
+  // Host path of the exec guard (exec_guard.hpp), bound read-only into the sandbox; empty:
+  // none.
+  std::string exec_guard;
 };
 
 // The capabilities every sandbox process gets (bounding, effective and permitted).
@@ -48,7 +51,9 @@ std::string make_config_json(const bundle_params& params);
 
 // invalid_argument when argv is empty, an env name is empty or holds '=', or a string
 // is not UTF-8 (OCI documents are JSON). `pids` is the sandbox's pids limit (its
-// RLIMIT_NPROC, as in config.json).
-outcome<std::string> make_process_json(const exec_request& request, std::uint32_t pids);
+// RLIMIT_NPROC, as in config.json); with `guarded` the program runs under the exec guard
+// with the request's timeout.
+outcome<std::string> make_process_json(const exec_request& request, std::uint32_t pids,
+                                       bool guarded);
 
 } // namespace sandboxd::runtime

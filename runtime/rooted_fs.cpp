@@ -200,6 +200,27 @@ std::string random_suffix() {
 
 } // namespace
 
+error error_of_errno(int e, std::string_view path) {
+  return errno_error(e, path);
+}
+
+outcome<std::string> checked_write_path(std::string_view path, std::size_t content_bytes,
+                                        std::uint64_t max_bytes) {
+  auto rel = relative(path);
+  if (!rel)
+    return rel.err();
+  if (content_bytes > max_bytes)
+    return make_error(errc::too_large, "content of " + std::to_string(content_bytes) +
+                                         " bytes for " + std::string(path) +
+                                         " is over the limit of " + std::to_string(max_bytes));
+  const std::string& r = rel.value();
+  size_t slash = r.rfind('/');
+  std::string name = slash == std::string::npos ? r : r.substr(slash + 1);
+  if (r == "." || r.back() == '/' || name == "." || name == "..")
+    return make_error(errc::is_a_directory, std::string(path) + " names a directory; name a file");
+  return "/" + r;
+}
+
 outcome<std::string> read_file_in_root(const std::string& root, std::string_view path,
                                        std::uint64_t max_bytes) {
   auto opened = open_target(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
@@ -238,21 +259,13 @@ outcome<std::string> read_file_in_root(const std::string& root, std::string_view
 outcome<void> write_file_in_root(const std::string& root, std::string_view path,
                                  std::string_view content, std::uint32_t mode,
                                  std::uint64_t max_bytes, std::optional<file_owner> owner) {
-  auto rel = relative(path);
-  if (!rel)
-    return rel.err();
-  if (content.size() > max_bytes)
-    return make_error(errc::too_large, "content of " + std::to_string(content.size()) +
-                                         " bytes for " + std::string(path) +
-                                         " is over the limit of " + std::to_string(max_bytes));
-  const std::string& r = rel.value();
-  if (r == "." || r.back() == '/')
-    return make_error(errc::is_a_directory, std::string(path) + " names a directory; name a file");
+  auto checked = checked_write_path(path, content.size(), max_bytes);
+  if (!checked)
+    return checked.err();
+  const std::string r = checked.value().substr(1);
   size_t slash = r.rfind('/');
   std::string dir = slash == std::string::npos ? "." : r.substr(0, slash);
   std::string name = slash == std::string::npos ? r : r.substr(slash + 1);
-  if (name == "." || name == "..")
-    return make_error(errc::is_a_directory, std::string(path) + " names a directory; name a file");
   auto rootfd = open_root(root);
   if (!rootfd)
     return rootfd.err();

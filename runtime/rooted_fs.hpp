@@ -44,4 +44,12 @@ outcome<dir_listing> list_dir_in_root(const std::string& root, std::string_view 
                                       std::uint32_t max_entries);
 outcome<file_info> stat_in_root(const std::string& root, std::string_view path);
 
+// The checks write_file_in_root makes before touching anything (NUL, empty path, a path
+// naming a directory, content over `max_bytes`), for a write made some other way; the
+// path as an absolute path inside the root.
+outcome<std::string> checked_write_path(std::string_view path, std::size_t content_bytes,
+                                        std::uint64_t max_bytes);
+// The driver's error for errno `e` on `path` (not_found, not_a_directory, ...).
+error error_of_errno(int e, std::string_view path);
+
 } // namespace sandboxd::runtime
