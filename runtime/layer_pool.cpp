@@ -200,6 +200,8 @@ void layer_pool::create(const std::string& id, uid_t owner, gid_t group, std::ui
       ::fchownat(sub.get(), "upper", owner, group, AT_SYMLINK_NOFOLLOW) != 0 ||
       ::mkdirat(sub.get(), "work", 0700) != 0)
     fail("prepare layer " + id);
+  if (limit_for(bytes) == 0)
+    return; // no limit at all
   btrfs_ioctl_qgroup_limit_args l{};
   l.qgroupid = subvolume_id(id);
   l.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;

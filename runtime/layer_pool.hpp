@@ -33,7 +33,7 @@ struct layer_pool_options {
   // Size of layers.img when it is made; 0: 64 GiB, at most half the free space of the
   // data directory's filesystem.
   std::uint64_t pool_bytes = 0;
-  // A layer's limit when the sandbox asks for 0.
+  // A layer's limit when the sandbox asks for 0 (0 here too: no limit).
   std::uint64_t default_layer_bytes = 10ull << 30;
 };
 

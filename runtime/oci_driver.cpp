@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <set>
@@ -50,6 +51,60 @@ public:
 
 private:
   std::string path_;
+};
+
+// crun's exec could not start the process at all: it printed "fail startup" (after the
+// setns error, when it says which) and nothing else ran.
+bool crun_failed_startup(const process_result& p) {
+  return p.exit_code != 0 && p.out.empty() &&
+         (p.err == "fail startup\n" || (p.err.rfind("setns(pid=", 0) == 0 &&
+                                        p.err.find("\nfail startup\n") != std::string::npos));
+}
+
+// Passes an exec's output on to the caller's callback, but holds stderr back while all of
+// it so far could be crun's start-up failure text (and no stdout came): that text is
+// dropped when the attempt is retried, and passed on otherwise.
+class startup_filter {
+public:
+  startup_filter(std::function<void(output_stream, std::string_view)> to, bool enabled)
+      : to_(std::move(to)), holding_(enabled) {}
+  void take(output_stream s, std::string_view d) {
+    if (holding_) {
+      if (s == output_stream::err) {
+        held_.append(d);
+        if (!could_be_failure(held_))
+          flush(); // not crun's text: pass on everything held, this chunk included
+        return;
+      }
+      flush(); // stdout came: the program runs
+    }
+    if (to_ && !d.empty())
+      to_(s, d);
+  }
+  void discard() { held_.clear(); }
+  void flush() {
+    holding_ = false;
+    if (!held_.empty() && to_)
+      to_(output_stream::err, held_);
+    held_.clear();
+  }
+
+private:
+  static bool could_be_failure(const std::string& t) {
+    static const std::string fail = "fail startup\n", setns = "setns(pid=";
+    if (t.size() > 256)
+      return false;
+    auto prefix_of = [&](const std::string& whole) {
+      return whole.compare(0, std::min(whole.size(), t.size()), t, 0,
+                           std::min(whole.size(), t.size())) == 0 &&
+             t.size() <= whole.size();
+    };
+    return prefix_of(fail) || prefix_of(setns) || t.rfind(setns, 0) == 0;
+  }
+
+  std::function<void(output_stream, std::string_view)> to_;
+  bool holding_;
+  std::string held_;
 };
 
 // How long after an exec's timeout the driver stops waiting for its guard.
@@ -186,6 +241,7 @@ oci_driver::oci_driver(oci_options options)
     runsc_binary b = find_runsc(options_.runtime_path);
     runtime_bin_ = b.path;
     runsc_current_ = b.current;
+    runsc_oci_seccomp_ = b.oci_seccomp;
     runtime_note_ = b.note;
   } else {
     runtime_bin_ = options_.runtime_path.empty() ? find_program("crun") : options_.runtime_path;
@@ -253,8 +309,12 @@ std::vector<std::string> oci_driver::runtime_command() const {
     return {runtime_bin_,         "--root=" + state_root_,   "--network=none",
             "--platform=systrap", "--file-access=exclusive", "--overlay2=none",
             "--oci-seccomp"};
-  return {runtime_bin_,        "--root=" + state_root_, "--network=none",
-          "--platform=ptrace", "--overlay2=none",       "--file-access=shared"};
+  std::vector<std::string> older = {runtime_bin_,      "--root=" + state_root_,
+                                    "--network=none",  "--platform=ptrace",
+                                    "--overlay2=none", "--file-access=shared"};
+  if (runsc_oci_seccomp_)
+    older.push_back("--oci-seccomp");
+  return older;
 }
 
 std::string oci_driver::cid(const std::string& id) const {
@@ -549,14 +609,28 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     o.hide_cgroup2 = hides_cgroup2();
     o.stdin_data = req.stdin_data;
     o.max_output_bytes = rec.info.limits.max_output_bytes;
-    o.on_output = req.on_output;
+    // With crun, stderr is held back while it could still be crun's own start-up failure
+    // (below), so that the caller never sees that text from an attempt that is retried.
+    startup_filter filter(req.on_output, options_.runtime == oci_runtime::crun);
+    if (req.on_output)
+      o.on_output = [&](output_stream s, std::string_view d) { filter.take(s, d); };
     // The guard ends the exec at its timeout; the driver's own deadline, a little later,
     // is the backstop should the guard itself be gone (code in the sandbox may kill it).
     o.timeout = guarded ? req.timeout + k_guard_grace : req.timeout;
     o.on_timeout = [&] { kill_exec_tree(id, pid_file.read()); };
     std::uint64_t ooms = oom_kills(id);
     const auto started = std::chrono::steady_clock::now();
+    const bool rec_is_runsc = options_.runtime == oci_runtime::runsc;
     auto p = run_process(o);
+    // crun 1.8 now and then fails to join a just-started container's namespaces
+    // ("setns(...): Operation not permitted", then "fail startup"; seen about once in 25
+    // execs right after a start on a loaded machine). The program never ran: run it again.
+    for (int retry = 0; retry < 3 && !rec_is_runsc && crun_failed_startup(p); ++retry) {
+      filter.discard();
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      p = run_process(o);
+    }
+    filter.flush();
     const bool guard_timed_out = guarded && p.exit_code == 128 + SIGKILL &&
                                  std::chrono::steady_clock::now() - started >= req.timeout;
 

@@ -92,6 +92,8 @@ public:
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
   // benchmark's raw comparison.
   std::vector<std::string> runtime_command() const;
+  // The host path of the exec guard bound into its sandboxes (exec_guard.hpp).
+  std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
   // Which runtime binary this driver runs and what it can do (runsc_binary.hpp).
   const std::string& runtime_note() const { return runtime_note_; }
   // Whether a memory pause freezes the sandbox in place (crun; the current runsc, whose
@@ -118,7 +120,6 @@ private:
   outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
-  std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
   // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
   bool has_dir(const std::string& id) const;
   // sandboxes/<id> opened by handle beneath sandboxes/; throws std::system_error if missing.
@@ -154,6 +155,7 @@ private:
   std::string runtime_bin_;
   std::string runtime_note_;
   bool runsc_current_ = false; // runsc_binary.hpp
+  bool runsc_oci_seccomp_ = false;
   std::string state_root_;
   std::string instance_;
   unique_fd sandboxes_fd_; // <data>/sandboxes: every sandbox directory is reached through it

@@ -17,12 +17,13 @@ std::string cache_dir() {
   return std::string(home && *home ? home : "/root") + "/.cache/sandboxd";
 }
 
-bool can_load_oci_seccomp(const std::string& path) {
+// What `runsc flags` says: its platforms and whether it has --oci-seccomp.
+std::string flags_of(const std::string& path) {
   process_options o;
   o.argv = {path, "flags"};
   o.timeout = std::chrono::seconds(30);
   auto r = run_process(o);
-  return (r.out + r.err).find("-oci-seccomp") != std::string::npos;
+  return r.out + r.err;
 }
 
 } // namespace
@@ -51,11 +52,13 @@ runsc_binary find_runsc(const std::string& explicit_path) {
              " from PATH: the build of gvisor.dev/gvisor is missing at " + pinned +
              " (run scripts/setup)";
   }
-  b.current = !b.path.empty() && can_load_oci_seccomp(b.path);
+  std::string flags = b.path.empty() ? "" : flags_of(b.path);
+  b.current = flags.find("systrap") != std::string::npos;
+  b.oci_seccomp = flags.find("-oci-seccomp") != std::string::npos;
   if (!b.path.empty() && !b.current)
-    b.note += "; it is an older runsc: ptrace platform, shared file access, no seccomp "
-              "filter inside gVisor and no child subreapers (exec timeouts miss "
-              "double-forked processes)";
+    b.note += std::string("; it is an older runsc: ptrace platform, shared file access, no "
+                          "child subreapers (exec timeouts miss double-forked processes)") +
+              (b.oci_seccomp ? "" : ", no seccomp filter inside gVisor");
   known[explicit_path] = b;
   return b;
 }

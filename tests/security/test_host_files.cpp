@@ -9,6 +9,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "tests/security/attack_fixture.hpp"
+#include "tests/support/process.hpp"
 
 #include <sstream>
 #include <sys/stat.h>
@@ -178,6 +179,34 @@ BOOST_FIXTURE_TEST_CASE(a_host_file_and_another_sandbox_stay_unreadable, fixture
   BOOST_TEST(open_as(a_base, a_base, ws.get(), "a-secret", O_RDONLY) == 0); // a's own root can
   unique_fd top(::open(dir.path().c_str(), O_PATH | O_DIRECTORY));
   BOOST_TEST(open_as(b_base, b_base, top.get(), "host-secret", O_RDONLY) == EACCES);
+}
+
+// The operator's check (scripts/check-boundary) passes on a live data directory and
+// fails, naming the problem, when one of its guarantees is broken.
+BOOST_FIXTURE_TEST_CASE(the_operators_check_passes_on_a_live_node_and_catches_a_broken_mode,
+                        fixture) {
+  running("live");
+  BOOST_TEST_REQUIRE(d->write_file("live", "/workspace/f", "x").ok());
+  std::string check =
+    sandboxd::test::source_dir() + "/scripts/check-boundary " + sandboxd::test::shell_quote(data);
+  auto good = sandboxd::test::run_shell(check);
+  auto failures = [](const std::string& out) {
+    std::string f;
+    std::istringstream lines(out);
+    for (std::string l; std::getline(lines, l);)
+      if (l.rfind("FAIL", 0) == 0)
+        f += l + "\n";
+    return f;
+  };
+  BOOST_TEST(good.exit_code == 0, failures(good.output));
+  BOOST_TEST(failures(good.output) == "");
+  BOOST_TEST(good.output.find("seccomp 2") != std::string::npos, good.output);
+  ::chmod((data + "/sandboxes").c_str(), 0755);
+  auto bad = sandboxd::test::run_shell(check);
+  ::chmod((data + "/sandboxes").c_str(), 0711);
+  BOOST_TEST(bad.exit_code == 1, bad.output);
+  BOOST_TEST(bad.output.find("FAIL  " + data + "/sandboxes is 755") != std::string::npos,
+             bad.output);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
