@@ -53,12 +53,14 @@ private:
   std::string path_;
 };
 
-// crun's exec could not start the process at all: it printed "fail startup" (after the
-// setns error, when it says which) and nothing else ran.
+// crun's exec could not start the process at all: it printed "fail startup", or its
+// failure to join the container's namespaces ("setns(pid=...): Operation not
+// permitted", with or without "fail startup" after it), and nothing else.
 bool crun_failed_startup(const process_result& p) {
   return p.exit_code != 0 && p.out.empty() &&
-         (p.err == "fail startup\n" || (p.err.rfind("setns(pid=", 0) == 0 &&
-                                        p.err.find("\nfail startup\n") != std::string::npos));
+         (p.err == "fail startup\n" ||
+          (p.err.rfind("setns(pid=", 0) == 0 &&
+           p.err.find("Operation not permitted") != std::string::npos && p.err.size() < 256));
 }
 
 // Passes an exec's output on to the caller's callback, but holds stderr back while all of
@@ -403,8 +405,11 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
   if (sync_new_record)
     sync.emplace(options_.data_dir, id);
   auto c = cli_step(id, "create", args);
-  if (std::string pid = pid_file.read(); !pid.empty())
+  if (std::string pid = pid_file.read(); !pid.empty()) {
     orphan_reaper::adopt(std::stoi(pid));
+    std::lock_guard<std::mutex> g(init_pids_mu_);
+    init_pids_[id] = std::stoi(pid);
+  }
   if (sync)
     sync->wait(); // throws if the record is not durable
   return c;
@@ -476,6 +481,9 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
       for (const char* sub : {"lower", "merged"})
         if (::mkdirat(sb.get(), sub, 0700) != 0 && errno != EEXIST)
           throw std::system_error(errno, std::generic_category(), "mkdir " + d + "/" + sub);
+      // A layer without a sandbox directory is what a crash between the two left.
+      if (layers_.exists(req.id))
+        layers_.remove(req.id);
       layers_.create(req.id, range->base, range->base, req.limits.disk_bytes);
       save_record(options_.data_dir, r, record_write::first);
       c = create_container(r, true);
@@ -508,12 +516,36 @@ outcome<void> oci_driver::start(const std::string& id) {
       if (auto c = create_container(r.value()); !c)
         return c;
     }
-    if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
+    if (auto c = start_container(id); !c)
       return c;
     r->info.status = sandbox_status::running;
     save_record(options_.data_dir, r.value(), record_write::update);
     return {};
   });
+}
+
+outcome<void> oci_driver::start_container(const std::string& id) {
+  auto c = cli_step(id, "start", {"start", cid(id)});
+  if (!c || options_.runtime != oci_runtime::crun)
+    return c;
+  // `crun start` returns once it has told the container's init to go on, which may still
+  // be in crun's own code: not dumpable, its memory owned by the host's user namespace, so
+  // an exec joining its namespaces then fails (setns: EPERM). Wait until it has become the
+  // sandbox's init (its command name changes at its execve).
+  pid_t pid = 0;
+  {
+    std::lock_guard<std::mutex> g(init_pids_mu_);
+    if (auto it = init_pids_.find(id); it != init_pids_.end())
+      pid = it->second;
+  }
+  const std::string comm = "/proc/" + std::to_string(pid) + "/comm";
+  for (int i = 0; pid > 0 && i < 2000; ++i) {
+    std::string name = read_small(comm);
+    if (name.empty() || name.rfind("crun", 0) != 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+  return c;
 }
 
 std::uint64_t oci_driver::oom_kills(const std::string& id) const {
@@ -622,9 +654,10 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     const auto started = std::chrono::steady_clock::now();
     const bool rec_is_runsc = options_.runtime == oci_runtime::runsc;
     auto p = run_process(o);
-    // crun 1.8 now and then fails to join a just-started container's namespaces
-    // ("setns(...): Operation not permitted", then "fail startup"; seen about once in 25
-    // execs right after a start on a loaded machine). The program never ran: run it again.
+    // crun fails to join a container whose init is still in crun's own code ("setns(...):
+    // Operation not permitted", "fail startup"; about once in 25 execs right after a start
+    // on a loaded machine, before start_container waited for the init). The program never
+    // ran: should it still happen, run it again.
     for (int retry = 0; retry < 3 && !rec_is_runsc && crun_failed_startup(p); ++retry) {
       filter.discard();
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -718,7 +751,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
     if (r->info.status == sandbox_status::paused_filesystem) {
       if (auto c = create_container(r.value()); !c)
         return c;
-      if (auto c = cli_step(id, "start", {"start", cid(id)}); !c)
+      if (auto c = start_container(id); !c)
         return c;
     } else if (freezes()) {
       if (auto c = cli_step(id, "resume", {"resume", cid(id)}); !c)
@@ -757,6 +790,10 @@ outcome<void> oci_driver::remove(const std::string& id) {
     }
     if (layers_.exists(id))
       layers_.remove(id);
+    {
+      std::lock_guard<std::mutex> pg(init_pids_mu_);
+      init_pids_.erase(id);
+    }
     if (r && r->id_base != 0)
       ids_.release({r->id_base});
     for (const char* ctrl :

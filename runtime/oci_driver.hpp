@@ -37,6 +37,8 @@
 #include "runtime/template_store.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -132,6 +134,9 @@ private:
   // Mounts the overlay if needed, writes config.json and has the runtime create the
   // container; with `sync_new_record`, also fsyncs the sandbox's first record.
   outcome<void> create_container(const sandbox_record& r, bool sync_new_record = false);
+  // Starts the created container; with crun, returns once its init has become the
+  // sandbox's process (so that an exec can join it).
+  outcome<void> start_container(const std::string& id);
   // Kills and deletes the container; `frozen` when crun may have it frozen.
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;
@@ -165,6 +170,8 @@ private:
   removal_queue removals_;
   layer_pool layers_;
   id_ranges ids_;
+  std::mutex init_pids_mu_;
+  std::map<std::string, pid_t> init_pids_; // crun: the init of each container made here
 };
 
 } // namespace sandboxd::runtime
