@@ -344,6 +344,20 @@ void bench_layers(int iterations, nlohmann::json& out) {
       auto t0 = clock_type::now();
       pool.create(id, 3u << 30, 3u << 30, 0);
       pool_create.push_back(ms_since(t0));
+      // On a failed step the layer goes too, so that the pool can be unmounted.
+      struct drop_on_failure {
+        layer_pool& pool;
+        std::string id;
+        bool armed = true;
+        ~drop_on_failure() {
+          try {
+            if (armed)
+              pool.remove(id);
+          } catch (...) {
+            // The temporary directory's removal reports what is left.
+          }
+        }
+      } drop{pool, id};
       std::ofstream(pool.upper(id) + "/ten.bin") << ten;
       t0 = clock_type::now();
       must(pool.usage(id) >= ten.size(), "usage counts the file");
@@ -353,6 +367,7 @@ void bench_layers(int iterations, nlohmann::json& out) {
       must(tree_bytes_at(layer.get(), "upper") >= ten.size(), "walk counts the file");
       walk.push_back(ms_since(t0));
       t0 = clock_type::now();
+      drop.armed = false;
       pool.remove(id);
       pool_remove.push_back(ms_since(t0));
       t0 = clock_type::now();
