@@ -183,13 +183,18 @@ command_reply control_plane::call(std::string sandbox_id, command c, reply_when 
 command_reply control_plane::get(std::string sandbox_id, std::string tenant) {
   auto p = std::make_shared<std::promise<command_reply>>();
   auto f = p->get_future();
+  query(std::move(sandbox_id), std::move(tenant),
+        [p](command_reply c) { p->set_value(std::move(c)); });
+  return f.get();
+}
+
+void control_plane::query(std::string sandbox_id, std::string tenant, reply_fn done) {
   auto r = std::make_shared<request>();
   r->sandbox_id = std::move(sandbox_id);
   r->cmd.tenant = std::move(tenant);
   r->query = true;
-  r->done = [p](command_reply c) { p->set_value(std::move(c)); };
+  r->done = std::move(done);
   caf::anon_send(impl_->directory, cmd_atom::value, request_ptr{std::move(r)});
-  return f.get();
 }
 
 const recovery_report& control_plane::recovery() const {

@@ -99,6 +99,8 @@ public:
   // The sandbox's durable state, as the caller's tenant sees it (not_found otherwise).
   // A query: it decides nothing and appends nothing.
   command_reply get(std::string sandbox_id, std::string tenant);
+  // get, answered through `done` (on an actor's thread, like submit's replies).
+  void query(std::string sandbox_id, std::string tenant, reply_fn done);
 
   const recovery_report& recovery() const;
   directory_stats stats();

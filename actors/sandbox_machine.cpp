@@ -414,6 +414,9 @@ struct evolver {
   }
   void operator()(const events::file_written&) const { touch(); }
   void operator()(const events::file_read&) const { touch(); }
+  void operator()(const events::file_op_requested&) const { touch(); }
+  void operator()(const events::file_op_finished&) const { touch(); }
+  void operator()(const events::exec_kill_requested&) const {}
   void operator()(const events::storage_sampled& p) const {
     s.writable_layer_bytes = p.writable_layer_bytes;
   }

@@ -16,6 +16,7 @@
 #include "events/file_log_format.hpp"
 #include "events/kafka_log.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_log_options.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <librdkafka/rdkafka.h>
@@ -328,11 +329,7 @@ double raw_rdkafka(const std::string& bootstrap, const std::string& topic, std::
 // raw loop gives it.
 double kafka_appends(const std::string& bootstrap, const std::string& topic, std::size_t n) {
   constexpr std::size_t batch = 8, window = 16;
-  kafka_log_options o;
-  o.bootstrap_servers = bootstrap;
-  o.topic = topic;
-  o.partitions = 8;
-  kafka_log log(o);
+  kafka_log log(sandboxd::test::single_broker_log(bootstrap, topic, 8));
   const std::size_t per = n / k_appenders / batch;
   std::atomic<std::size_t> failures{0};
   std::vector<std::thread> threads;

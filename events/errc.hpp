@@ -1,42 +1,15 @@
-// errc.hpp — the project's one error code, and `error`, the value a domain "no" travels in.
-//
-// Every layer returns these for outcomes that are normal in the domain (a command that does
-// not fit the sandbox's state, a missing sandbox, a bad argument); exceptions are for faults
-// only. The API maps `errc` once to RPC errors, the CLI once to exit codes.
-//
-// The numeric values are persisted (the `commandRejected` event's ErrorCode in
-// schemas/events.capnp uses the same numbers) and never change; new codes are appended.
+// errc.hpp — the project's error code as the events layer names it: `events::errc`,
+// `events::error` and `events::make_error` are base/errc.hpp's, under the names the event
+// code has always used.
 #pragma once
 
-#include <cstdint>
-#include <string>
-#include <string_view>
+#include "base/errc.hpp"
 
 namespace sandboxd::events {
 
-enum class errc : std::uint16_t {
-  not_found = 1,          // the sandbox (or exec, file, snapshot) does not exist
-  conflict = 2,           // the command does not fit the current state (HTTP 409)
-  permission_denied = 3,  // the caller may not do this
-  invalid_argument = 4,   // the command itself is malformed; retrying it unchanged fails again
-  resource_exhausted = 5, // a quota or capacity limit; retry later or with smaller limits
-  unavailable = 6,        // a dependency is down; retrying the same command may succeed
-};
-
-// "not_found", "conflict", ...; "errc(<n>)" for a value this version does not know.
-std::string to_string(errc code);
-
-// A domain error: the code, and a message that names the thing and says what to do
-// ("sandbox sb_12 is paused; resume it before exec").
-struct error {
-  errc code;
-  std::string message;
-
-  bool operator==(const error&) const = default;
-};
-
-inline error make_error(errc code, std::string message) {
-  return error{code, std::move(message)};
-}
+using sandboxd::errc;
+using sandboxd::error;
+using sandboxd::make_error;
+using sandboxd::to_string;
 
 } // namespace sandboxd::events

@@ -57,12 +57,29 @@ std::string to_string(runtime_step v) {
 }
 
 std::string to_string(command_kind v) {
-  static constexpr std::array<std::string_view, 19> names{
-    "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox", "exec",
-    "read_file",       "write_file",      "set_timeout",     "snapshot",       "runtime_started",
-    "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed", "exec_finished",
-    "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer"};
+  static constexpr std::array<std::string_view, 26> names{
+    "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox",  "exec",
+    "read_file",       "write_file",      "set_timeout",     "snapshot",        "runtime_started",
+    "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed",  "exec_finished",
+    "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer", "make_dir",
+    "remove_path",     "rename_path",     "list_dir",        "stat_path",       "kill_exec",
+    "timeout_timer"};
   return name_of(v, names, "command_kind");
+}
+
+std::string to_string(op_outcome v) {
+  static constexpr std::array<std::string_view, 3> names{"completed", "failed", "interrupted"};
+  return name_of(v, names, "op_outcome");
+}
+
+std::string to_string(file_op_kind v) {
+  static constexpr std::array<std::string_view, 4> names{"write", "make_dir", "remove", "rename"};
+  return name_of(v, names, "file_op_kind");
+}
+
+std::string to_string(file_read_kind v) {
+  static constexpr std::array<std::string_view, 3> names{"read", "list", "stat"};
+  return name_of(v, names, "file_read_kind");
 }
 
 namespace {
@@ -70,10 +87,27 @@ namespace {
 // Indexed by payload::index(); kept in the order of the variant (unknown first, then the
 // schema's union order).
 constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_names{
-  "unknown",          "created",         "started",          "pause_requested", "paused",
-  "resume_requested", "resumed",         "delete_requested", "deleted",         "failed",
-  "exec_started",     "exec_finished",   "file_written",     "file_read",       "storage_sampled",
-  "snapshot_taken",   "timeout_changed", "command_rejected"};
+  "unknown",
+  "created",
+  "started",
+  "pause_requested",
+  "paused",
+  "resume_requested",
+  "resumed",
+  "delete_requested",
+  "deleted",
+  "failed",
+  "exec_started",
+  "exec_finished",
+  "file_written",
+  "file_read",
+  "storage_sampled",
+  "snapshot_taken",
+  "timeout_changed",
+  "command_rejected",
+  "file_op_requested",
+  "file_op_finished",
+  "exec_kill_requested"};
 
 } // namespace
 

@@ -16,12 +16,14 @@
 //   "open"); `to_string` shows them as "<type>(<n>)".
 #pragma once
 
+#include "base/sha256.hpp"
 #include "events/errc.hpp"
 
 #include <array>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -73,7 +75,22 @@ enum class command_kind : std::uint16_t {
   idle_timer = 16,
   lifetime_timer = 17,
   retention_timer = 18,
+  make_dir = 19,
+  remove_path = 20,
+  rename_path = 21,
+  list_dir = 22,
+  stat_path = 23,
+  kill_exec = 24,
+  timeout_timer = 25,
 };
+// How an operation that reached the runtime ended.
+enum class op_outcome : std::uint16_t {
+  completed = 0,   // it ran to its end (an exec's exit code, a file change done)
+  failed = 1,      // the runtime refused or could not do it (the error says why)
+  interrupted = 2, // sandboxd stopped while it ran: whether it took effect is unknown
+};
+enum class file_op_kind : std::uint16_t { write = 0, make_dir = 1, remove = 2, rename = 3 };
+enum class file_read_kind : std::uint16_t { read = 0, list = 1, stat = 2 };
 
 std::string to_string(pause_mode v);
 std::string to_string(pause_reason v);
@@ -83,6 +100,21 @@ std::string to_string(runtime_kind v);
 std::string to_string(network_mode v);
 std::string to_string(runtime_step v);
 std::string to_string(command_kind v);
+std::string to_string(op_outcome v);
+std::string to_string(file_op_kind v);
+std::string to_string(file_read_kind v);
+
+using sandboxd::sha256_digest;
+
+// An environment variable of a sandbox or an exec. A secret's value never reaches the log:
+// `value` is empty and `value_sha256` holds the SHA-256 of the value.
+struct env_var {
+  std::string name;
+  std::string value;
+  bool secret = false;
+  std::optional<sha256_digest> value_sha256; // secret only
+  bool operator==(const env_var&) const = default;
+};
 
 struct sandbox_limits {
   std::uint32_t memory_mib = 0;
@@ -111,10 +143,10 @@ struct sandbox_timeouts {
   pause_mode idle_pause_mode = pause_mode::filesystem; // when on_idle is pause_sandbox
   nanoseconds max_lifetime{0};                         // counted from creation
   nanoseconds paused_retention{0};                     // counted from entering paused
+  // Run time allowed from each start or resume; then on_idle applies (delete, or pause).
+  nanoseconds timeout{0};
   bool operator==(const sandbox_timeouts&) const = default;
 };
-
-using sha256_digest = std::array<std::uint8_t, 32>;
 
 // --- payloads -------------------------------------------------------------------------------
 
@@ -126,6 +158,7 @@ struct created {
   std::vector<label> labels;
   runtime_kind runtime = runtime_kind::runsc;
   std::string client_request_id; // makes create idempotent
+  std::vector<env_var> env;      // every exec sees these
   bool operator==(const created&) const = default;
 };
 
@@ -172,7 +205,12 @@ struct exec_started {
   std::string exec_id;
   std::vector<std::string> argv;
   std::string working_directory;
-  nanoseconds timeout{0}; // zero: none
+  nanoseconds timeout{0};   // zero: none
+  std::vector<env_var> env; // this exec's own variables
+  std::uint64_t stdin_bytes = 0;
+  std::optional<sha256_digest> stdin_sha256; // none when stdin is streamed or empty
+  std::uint64_t max_output_bytes = 0;        // per stream
+  bool background = false;
   bool operator==(const exec_started&) const = default;
 };
 
@@ -184,6 +222,13 @@ struct exec_finished {
   std::uint64_t stdout_bytes = 0;
   std::uint64_t stderr_bytes = 0;
   bool timed_out = false;
+  bool oom_killed = false;
+  bool output_truncated = false; // it wrote more than max_output_bytes; the rest was dropped
+  // Of the output handed to the caller; none when the exec did not complete.
+  std::optional<sha256_digest> stdout_sha256;
+  std::optional<sha256_digest> stderr_sha256;
+  op_outcome outcome = op_outcome::completed;
+  std::optional<error> failure; // outcome failed: why
   bool operator==(const exec_finished&) const = default;
 };
 
@@ -194,10 +239,44 @@ struct file_written {
   bool operator==(const file_written&) const = default;
 };
 
+// A read of the sandbox's files, logged after it is served, with its outcome.
 struct file_read {
   std::string path;
-  std::uint64_t bytes = 0;
+  std::uint64_t bytes = 0; // read: the bytes returned
+  file_read_kind kind = file_read_kind::read;
+  std::optional<error> failure;
+  std::optional<sha256_digest> sha256; // read: of the content returned
+  std::uint64_t entries = 0;           // list: the entries returned
   bool operator==(const file_read&) const = default;
+};
+
+// A change to the sandbox's files, logged before it reaches the sandbox.
+struct file_op_requested {
+  std::string op_id; // unique per sandbox; file_op_finished names it
+  file_op_kind kind = file_op_kind::write;
+  std::string path;
+  std::string to_path;     // rename: the new path
+  bool recursive = false;  // remove: a directory and its contents; make_dir: parents too
+  std::uint32_t mode = 0;  // write, make_dir: permission bits
+  std::uint64_t bytes = 0; // write: the content's size
+  std::optional<sha256_digest> sha256; // write: of the content
+  bool operator==(const file_op_requested&) const = default;
+};
+
+struct file_op_finished {
+  std::string op_id;
+  file_op_kind kind = file_op_kind::write;
+  op_outcome outcome = op_outcome::completed;
+  std::optional<error> failure;        // outcome failed: why
+  std::uint64_t bytes = 0;             // write: as the runtime wrote them
+  std::optional<sha256_digest> sha256; // write: of what the runtime wrote
+  bool operator==(const file_op_finished&) const = default;
+};
+
+struct exec_kill_requested {
+  std::string exec_id;
+  std::int32_t signal = 9;
+  bool operator==(const exec_kill_requested&) const = default;
 };
 
 struct storage_sampled {
@@ -224,7 +303,8 @@ struct command_rejected {
 };
 
 // A payload written by a newer version: `ordinal` is its union discriminant (the position in
-// the schema's payload union: 0 is created, 16 command_rejected, 17 the first newer one).
+// the schema's payload union: 0 is created, 16 command_rejected, 19 exec_kill_requested, 20
+// the first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;
@@ -233,7 +313,8 @@ struct unknown {
 using payload =
   std::variant<unknown, created, started, pause_requested, paused, resume_requested, resumed,
                delete_requested, deleted, failed, exec_started, exec_finished, file_written,
-               file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected>;
+               file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected,
+               file_op_requested, file_op_finished, exec_kill_requested>;
 
 // The payload's name in snake_case, as docs/state-machine.md and the golden files use it:
 // "created", "pause_requested", ..., "unknown".

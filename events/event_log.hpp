@@ -20,6 +20,15 @@
 //   later — a Kafka delivery timeout, a file log that could not undo a failed fsync).
 //   An unknown fate is neither success nor failure: the caller learns it from the log
 //   (reads its partition back) before deciding anything that depends on it.
+// - Resolving an unknown fate: append a later record of the same key (so the same
+//   partition) and wait for it. Once that append succeeded, each record of the earlier,
+//   maybe-stored append is either in the partition below the later record's offset or will
+//   never be stored: reading the partition up to that offset settles it. (kafka_log: the
+//   idempotent producer orders a partition's records and fences a timed-out request by
+//   bumping its epoch. file_log: after a maybe-stored failure it takes no more appends,
+//   so the fate is settled by reopening the log, whose recovery finds the batch whole or
+//   cuts it.) Until then the caller must not reuse what the unknown records claimed (a
+//   sandbox's next sequence number).
 // - Records of one key appended by one caller, each append issued after the previous one
 //   was issued, are stored in that order.
 // - A record is readable by read() once its append has completed successfully.

@@ -36,6 +36,10 @@ inline constexpr char k_index_magic[8] = {'S', 'B', 'X', 'I', 'D', 'X', '0', '1'
 inline constexpr std::size_t k_index_entry_size = 16;
 // A segment never grows past this, so a position fits the index's u32.
 inline constexpr std::uint64_t k_max_segment_bytes = std::uint64_t{1} << 31;
+// The largest batch body: one batch alone in a segment of the largest size. (It also keeps
+// the header's u32 length from wrapping.) A larger append is refused, never written.
+inline constexpr std::uint64_t k_max_batch_body_bytes =
+  k_max_segment_bytes - k_segment_header_size - k_batch_header_size;
 
 // Little-endian stores and loads (x86-64 and arm64 are little-endian; memcpy keeps them
 // free of alignment requirements).

@@ -21,18 +21,6 @@ namespace {
   throw log_fault("file log: " + what + " " + path + ": " + std::strerror(err));
 }
 
-void sync_directory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    fail("cannot open directory", dir, errno);
-  if (::fsync(fd) != 0) {
-    int err = errno;
-    ::close(fd);
-    fail("cannot fsync directory", dir, err);
-  }
-  ::close(fd);
-}
-
 void write_all(int fd, const char* p, std::size_t n, off_t at, const std::string& path) {
   while (n > 0) {
     ssize_t w = ::pwrite(fd, p, n, at);
@@ -48,6 +36,18 @@ void write_all(int fd, const char* p, std::size_t n, off_t at, const std::string
 }
 
 } // namespace
+
+void sync_directory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    fail("cannot open directory", dir, errno);
+  if (::fsync(fd) != 0) {
+    int err = errno;
+    ::close(fd);
+    fail("cannot fsync directory", dir, err);
+  }
+  ::close(fd);
+}
 
 log_segment::log_segment(std::string dir, std::uint64_t number)
     : dir_(std::move(dir)), path_(dir_ + "/" + fmt::segment_file_name(number)), number_(number) {}
@@ -304,21 +304,38 @@ std::string first_damaged_record(const char* data, std::uint64_t at, std::uint64
   return "";
 }
 
-// Whether a valid batch starts anywhere in (from, end).
-bool valid_batch_after(const char* data, std::uint64_t from, std::uint64_t end) {
-  const char magic[4] = {'S', 'B', 'X', 'B'};
-  std::uint64_t at = from + 1;
-  while (at + fmt::k_batch_header_size <= end) {
-    const void* hit = ::memmem(data + at, end - at, magic, sizeof magic);
-    if (hit == nullptr)
+bool all_zero(const char* data, std::uint64_t from, std::uint64_t end) {
+  for (; from < end; ++from)
+    if (data[from] != 0)
       return false;
-    at = static_cast<std::uint64_t>(static_cast<const char*>(hit) - data);
-    std::uint32_t length, count;
-    if (fmt::check_batch(data + at, end - at, length, count) == fmt::batch_check::ok)
-      return true;
-    ++at;
+  return true;
+}
+
+// Where the bytes of the invalid batch at `at` end, by the lengths the format declares:
+// its header's length when the header is sound and the batch fits the file (`declared`);
+// otherwise the end of the run of whole, CRC-valid records from its body's start, walked
+// by each record's own declared length. Never a search through record values.
+std::uint64_t bad_batch_end(const char* data, std::uint64_t at, std::uint64_t file_size,
+                            bool& declared) {
+  const std::uint64_t body = at + fmt::k_batch_header_size;
+  std::uint64_t limit = file_size;
+  declared = false;
+  if (body <= file_size && fmt::get_u32(data + at) == fmt::k_batch_magic) {
+    const std::uint32_t length = fmt::get_u32(data + at + 8);
+    const std::uint32_t count = fmt::get_u32(data + at + 12);
+    const bool sound = count > 0 && std::uint64_t{count} * fmt::k_record_header_size <= length;
+    if (sound && body + length <= file_size) {
+      declared = true;
+      return body + length;
+    }
+    if (sound)
+      limit = std::min(limit, body + length);
   }
-  return false;
+  std::uint64_t p = std::min(body, file_size);
+  fmt::record_view r;
+  while (p < limit && fmt::read_record(data + p, limit - p, r))
+    p += r.size;
+  return p;
 }
 
 } // namespace
@@ -348,8 +365,28 @@ segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size) {
     }
     scan.bad_position = at;
     scan.problem = problem;
-    scan.result = valid_batch_after(data, at, file_size) ? segment_scan::outcome::corrupt
-                                                         : segment_scan::outcome::torn_tail;
+    // Only the last write can be torn (the writer issues a write only after the previous
+    // one's fdatasync returned), and after it the writer wrote nothing but zeros. So the
+    // bad batch is a torn tail when nothing but zeros follows where it ends; when a whole
+    // valid batch follows, or anything at all follows a batch whose end its header
+    // declares, a later write happened: this batch had been synced, and is damage.
+    bool declared = false;
+    const std::uint64_t end = bad_batch_end(data, at, file_size, declared);
+    std::uint32_t next_length = 0, next_count = 0;
+    if (all_zero(data, end, file_size)) {
+      scan.result = segment_scan::outcome::torn_tail;
+    } else if (declared) {
+      scan.result = segment_scan::outcome::corrupt;
+      scan.problem +=
+        "; bytes follow its end at byte " + std::to_string(end) + ", so it is not the last write";
+    } else if (fmt::check_batch(data + end, file_size - end, next_length, next_count) ==
+               fmt::batch_check::ok) {
+      scan.result = segment_scan::outcome::corrupt;
+      scan.problem += "; its records end at byte " + std::to_string(end) +
+                      ", where a valid batch follows, so it is not the last write";
+    } else {
+      scan.result = segment_scan::outcome::torn_tail;
+    }
     return scan;
   }
   return scan;

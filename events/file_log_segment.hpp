@@ -18,6 +18,9 @@
 
 namespace sandboxd::events {
 
+// fsyncs directory `dir`, so that the entries made in it are durable. Throws log_fault.
+void sync_directory(const std::string& dir);
+
 class log_segment {
 public:
   // Creates segment `number` in `dir` with its header, synced together with the directory
@@ -87,8 +90,8 @@ private:
 struct segment_scan {
   enum class outcome {
     clean,     // every byte belongs to a valid batch
-    torn_tail, // valid batches, then one incomplete batch up to the end of the file
-    corrupt,   // an invalid batch with a valid one after it: damage, not a torn write
+    torn_tail, // valid batches, then what an interrupted last write and zeros leave
+    corrupt,   // an invalid batch that a later write follows: damage, not a torn write
   };
   outcome result = outcome::clean;
   std::vector<file_log_format::index_entry> entries;
@@ -97,10 +100,14 @@ struct segment_scan {
   std::string problem;            // what is wrong there
 };
 
-// Scans the batches of `segment` from its header on, checking every batch's and record's
-// CRC. A problem is a torn tail when no valid batch follows it (only the last write, never
-// acknowledged, can be torn: the writer issues a write only after the previous one's
-// fdatasync returned), and corruption otherwise.
+// Scans the batches of `segment` from its header on, by the lengths their headers declare,
+// checking every batch's and record's CRC. At the first batch that does not check out, the
+// end of its bytes is found by declared lengths only (its header's length when the header
+// is sound and fits the file, else the run of whole CRC-valid records of its body): record
+// values are never searched. It is a torn tail when only zeros follow that end (only the
+// last write, never acknowledged, can be torn, and the writer writes nothing but zeros
+// after it); corruption when a declared end is followed by anything, or a walked end by a
+// whole valid batch. docs/log-format.md has the rule and what it cannot tell apart.
 segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size);
 
 } // namespace sandboxd::events

@@ -3,28 +3,46 @@
 // One topic holds the log; its partitions are the log's partitions. Appends go through an
 // idempotent producer (enable.idempotence=true, acks=all, partitioner murmur2_random, so
 // partition_for(key) names the partition); a delivery report per record completes the
-// append once every record of the batch is acknowledged. Reads assign a partition at an
-// explicit offset (no consumer group: callers keep their own offsets, projections in
-// PostgreSQL).
+// append once every record of the batch has one. Reads assign a partition at an explicit
+// offset (no consumer group: callers keep their own offsets, projections in PostgreSQL).
 //
 // Guarantees, beyond those of event_log:
+// - What an append's outcome says, record by record (rd_kafka_message_status of each
+//   delivery report):
+//     PERSISTED with a known offset (with or without an error)  -> stored at that offset;
+//     PERSISTED without an offset, or POSSIBLY_PERSISTED         -> fate unknown;
+//     NOT_PERSISTED                                               -> not stored.
+//   The append succeeds when every record is stored. Otherwise it fails, with
+//   `maybe_stored` set when any record is stored or of unknown fate (a delivery timeout
+//   after the request was sent, records purged in flight after a fatal producer error or
+//   at close), and clear only when no record can be in the log.
 // - Brokers unreachable: an append fails once `append_timeout` has passed (librdkafka's
 //   message.timeout.ms), with an error naming the brokers; it never hangs and is never
 //   reported as durable.
 // - Completions run on the log's delivery thread.
+// - A transient broker answer to a read, end_offset or wait_for (a leader moving, a topic
+//   just created, a request that timed out) is asked again inside the log, with backoff,
+//   for up to `append_timeout`; only a lasting one reaches the caller.
 // - A fatal producer error (idempotence broken; librdkafka 2.0 can end an idempotent
-//   producer so after a broker restart): the appends the producer still held fail (not
-//   durable), appends are refused with errc::unavailable while the delivery thread puts a
-//   new producer in its place, and are taken again once it is there (within about a
-//   second). The log needs no reopening.
-// - Opening creates the topic with `partitions` partitions through the admin API when it
-//   is missing, and refuses a topic whose partition count differs (log_fault).
+//   producer so after a broker restart): the appends the producer still held fail (those
+//   sent and not acknowledged with `maybe_stored`), appends are refused with
+//   errc::unavailable while the delivery thread puts a new producer in its place, and are
+//   taken again once it is there (within about a second). The log needs no reopening.
+// - The topic keeps every event: opening creates a missing topic with `partitions`
+//   partitions, the configured replication factor and min.insync.replicas,
+//   retention.ms=-1, retention.bytes=-1, cleanup.policy=delete (never compacted) and
+//   unclean.leader.election.enable=false. An existing topic is described
+//   (DescribeConfigs) and refused with a log_fault naming each setting that would delete
+//   or under-replicate events and what to do: a partition count other than configured,
+//   fewer replicas or a lower min.insync.replicas than configured, a retention other than
+//   -1, compaction, unclean leader election.
 #pragma once
 
 #include "events/event_log.hpp"
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -32,12 +50,26 @@
 
 namespace sandboxd::events {
 
+struct kafka_log_test_seam;
+
 struct kafka_log_options {
   std::string bootstrap_servers; // "host:port,host:port"
   std::string topic = "sandboxd-events";
   std::int32_t partitions = 8;
-  // For a topic this log creates; -1 takes the broker's default.
-  std::int16_t replication_factor = -1;
+  // How many brokers keep each record, and how many must have it before an append is
+  // acknowledged (acks=all with the topic's min.insync.replicas). The defaults keep every
+  // acknowledged record through the loss of any one broker of a cluster of 3 or more. A
+  // single broker (tests, a laptop) takes replication_factor 1 and min_insync_replicas 1:
+  // the log opens, with a warning that an acknowledged record is then on one disk only.
+  std::int16_t replication_factor = 3;
+  std::int32_t min_insync_replicas = 2;
+  // False only against librdkafka's mock cluster, which has no DescribeConfigs: the
+  // topic's retention, cleanup policy and min.insync.replicas are then not checked (its
+  // partition count and replication factor still are).
+  bool check_topic_configs = true;
+  // Where warnings go (settings that keep an acknowledged record on fewer than two
+  // brokers); stderr when empty.
+  std::function<void(const std::string&)> warn;
   // How long an append may wait for the brokers before it fails.
   std::chrono::milliseconds append_timeout{30000};
   // How long opening may wait for the brokers (metadata, topic creation).
@@ -72,13 +104,11 @@ public:
                 std::chrono::milliseconds timeout) override;
   std::string describe() const override;
 
-  // For tests: fails the producer as a fatal idempotence error does
-  // (rd_kafka_test_fatal_error).
-  void inject_fatal_producer_error(const std::string& reason);
   // How many times a failed producer was replaced.
   std::uint64_t producers_replaced() const;
 
 private:
+  friend struct kafka_log_test_seam; // events/kafka_log_test_seam.hpp
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -5,6 +5,7 @@
 #include <pqxx/pqxx>
 
 #include <map>
+#include <optional>
 
 namespace sandboxd::projections {
 
@@ -38,10 +39,27 @@ std::string detail_of(const events::payload& p) {
       else if constexpr (std::is_same_v<T, exec_started>)
         return v.exec_id + ": " + join(v.argv);
       else if constexpr (std::is_same_v<T, exec_finished>)
-        return v.exec_id + ": exit " + std::to_string(v.exit_code) +
-               (v.timed_out ? " (timed out)" : "");
-      else if constexpr (std::is_same_v<T, file_written> || std::is_same_v<T, file_read>)
+        return v.exec_id + ": " +
+               (v.outcome == op_outcome::completed
+                  ? "exit " + std::to_string(v.exit_code) + (v.timed_out ? " (timed out)" : "")
+                  : to_string(v.outcome)) +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, file_written>)
         return v.path + ", " + std::to_string(v.bytes) + " bytes";
+      else if constexpr (std::is_same_v<T, file_read>)
+        return (v.kind == file_read_kind::read ? std::string{} : to_string(v.kind) + " ") + v.path +
+               (v.kind == file_read_kind::list ? ", " + std::to_string(v.entries) + " entries"
+                                               : ", " + std::to_string(v.bytes) + " bytes") +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, file_op_requested>)
+        return v.op_id + ": " + to_string(v.kind) + " " + v.path +
+               (v.to_path.empty() ? "" : " -> " + v.to_path) +
+               (v.kind == file_op_kind::write ? ", " + std::to_string(v.bytes) + " bytes" : "");
+      else if constexpr (std::is_same_v<T, file_op_finished>)
+        return v.op_id + ": " + to_string(v.kind) + " " + to_string(v.outcome) +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, exec_kill_requested>)
+        return v.exec_id + ": signal " + std::to_string(v.signal);
       else if constexpr (std::is_same_v<T, storage_sampled>)
         return std::to_string(v.writable_layer_bytes) + " bytes";
       else if constexpr (std::is_same_v<T, snapshot_taken>)
@@ -54,6 +72,30 @@ std::string detail_of(const events::payload& p) {
         return "";
     },
     p);
+}
+
+// The outcome of an operation's result event when it did not succeed: the error code's
+// name, or "interrupted" (sandboxd stopped while it ran); empty when it succeeded or the
+// event reports no operation.
+std::optional<std::string> failure_of(const events::payload& p) {
+  using namespace events;
+  auto of = [](op_outcome outcome,
+               const std::optional<error>& failure) -> std::optional<std::string> {
+    if (failure)
+      return to_string(failure->code);
+    if (outcome == op_outcome::interrupted)
+      return "interrupted";
+    if (outcome != op_outcome::completed)
+      return to_string(outcome);
+    return std::nullopt;
+  };
+  if (const auto* x = std::get_if<exec_finished>(&p))
+    return of(x->outcome, x->failure);
+  if (const auto* x = std::get_if<file_op_finished>(&p))
+    return of(x->outcome, x->failure);
+  if (const auto* x = std::get_if<file_read>(&p))
+    return of(op_outcome::completed, x->failure);
+  return std::nullopt;
 }
 
 } // namespace
@@ -69,6 +111,13 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition) {
   if (const auto* rej = std::get_if<events::command_rejected>(&e.body)) {
     r.action = events::to_string(rej->command);
     r.outcome = events::to_string(rej->code);
+  } else if (std::holds_alternative<events::unknown>(e.body)) {
+    r.action = "unknown";
+    r.outcome = "unknown"; // accepted or rejected: only a newer version can tell
+  } else if (auto failure = failure_of(e.body)) {
+    // An operation the runtime refused or that a restart interrupted: its own outcome.
+    r.action = std::string(events::type_name(e.body));
+    r.outcome = *failure;
   } else {
     r.action = std::string(events::type_name(e.body));
     r.outcome = "accepted";
@@ -78,41 +127,17 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition) {
 }
 
 std::vector<audit_finding> verify_audit_log(pqxx::transaction_base& tx) {
-  std::vector<audit_finding> out;
-  auto name = [](const audit_row& r) {
-    return "audit row " + std::to_string(r.position) + " of tenant " + r.tenant + " partition " +
-           std::to_string(r.partition) + " (event " + r.event_id + ")";
-  };
-  std::map<std::pair<std::string, std::int32_t>, std::pair<std::int64_t, std::string>> heads;
+  using chain_key = std::pair<std::string, std::int32_t>;
+  std::map<chain_key, recorded_head> heads;
   for (const auto& row : tx.exec("SELECT tenant, partition, position, encode(hash, 'hex')"
                                  " FROM audit_chain_heads"))
     heads[{row[0].as<std::string>(), row[1].as<std::int32_t>()}] = {row[2].as<std::int64_t>(),
                                                                     row[3].as<std::string>()};
-
-  auto rows = tx.exec("SELECT tenant, partition, position, event_id, occurred_at_ns, principal,"
-                      " action, sandbox_id, outcome, detail, encode(prev_hash, 'hex'),"
-                      " encode(hash, 'hex') FROM audit_log"
-                      " ORDER BY tenant, partition, position");
-  audit_row prev;
-  bool have_prev = false;
-  auto finish_chain = [&](const audit_row& last) {
-    auto it = heads.find({last.tenant, last.partition});
-    if (it == heads.end())
-      return;
-    auto [pos, hash] = it->second;
-    if (last.position < pos)
-      out.push_back({last.tenant, last.partition, last.position + 1, "", "truncated",
-                     "audit chain of tenant " + last.tenant + " partition " +
-                       std::to_string(last.partition) + " ends at row " +
-                       std::to_string(last.position) + " but its head is row " +
-                       std::to_string(pos) + ": rows " + std::to_string(last.position + 1) +
-                       " to " + std::to_string(pos) + " were deleted"});
-    else if (last.position == pos && last.hash != hash)
-      out.push_back({last.tenant, last.partition, last.position, last.event_id, "edited",
-                     name(last) + " is not the row the chain head recorded"});
-    heads.erase(it);
-  };
-  for (const auto& f : rows) {
+  std::map<chain_key, std::vector<audit_row>> chains;
+  for (const auto& f : tx.exec("SELECT tenant, partition, position, event_id, occurred_at_ns,"
+                               " principal, action, sandbox_id, outcome, detail,"
+                               " encode(prev_hash, 'hex'), encode(hash, 'hex') FROM audit_log"
+                               " ORDER BY tenant, partition, position")) {
     audit_row r;
     r.tenant = f[0].as<std::string>();
     r.partition = f[1].as<std::int32_t>();
@@ -126,33 +151,19 @@ std::vector<audit_finding> verify_audit_log(pqxx::transaction_base& tx) {
     r.detail = f[9].as<std::string>();
     r.prev_hash = f[10].as<std::string>();
     r.hash = f[11].as<std::string>();
-    bool same_chain = have_prev && prev.tenant == r.tenant && prev.partition == r.partition;
-    if (have_prev && !same_chain)
-      finish_chain(prev);
-    std::int64_t expected_pos = same_chain ? prev.position + 1 : 1;
-    const std::string& expected_prev = same_chain ? prev.hash : audit_genesis_hash();
-    if (r.position != expected_pos) {
-      out.push_back({r.tenant, r.partition, expected_pos, "", "missing",
-                     "audit rows " + std::to_string(expected_pos) + " to " +
-                       std::to_string(r.position - 1) + " of tenant " + r.tenant + " partition " +
-                       std::to_string(r.partition) + " are missing (deleted)"});
-    } else if (r.prev_hash != expected_prev) {
-      out.push_back({r.tenant, r.partition, r.position, r.event_id, "out of order",
-                     name(r) + " does not follow the row before it (rows swapped or replaced)"});
-    }
-    if (chain_hash(r.prev_hash, r) != r.hash)
-      out.push_back({r.tenant, r.partition, r.position, r.event_id, "edited",
-                     name(r) + " was edited: its contents do not match its hash"});
-    prev = std::move(r);
-    have_prev = true;
+    chains[{r.tenant, r.partition}].push_back(std::move(r));
   }
-  if (have_prev)
-    finish_chain(prev);
   for (const auto& [key, head] : heads)
-    out.push_back({key.first, key.second, 1, "", "truncated",
-                   "audit chain of tenant " + key.first + " partition " +
-                     std::to_string(key.second) + " has no rows but its head is row " +
-                     std::to_string(head.first)});
+    chains.try_emplace(key); // a head without rows: its whole chain was deleted
+  std::vector<audit_finding> out;
+  for (auto& [key, rows] : chains) {
+    std::optional<recorded_head> head;
+    if (auto it = heads.find(key); it != heads.end())
+      head = it->second;
+    for (auto& f : verify_chain(key.first, key.second, rows, head))
+      out.push_back(std::move(f));
+    rows = {}; // verified: its memory goes
+  }
   return out;
 }
 

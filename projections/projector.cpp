@@ -17,7 +17,8 @@ struct projector::connection_holder {
 };
 
 projector::projector(events::event_log& log, std::string conninfo, projector_options options)
-    : log_(log), conninfo_(std::move(conninfo)), options_(std::move(options)) {}
+    : log_(log), conninfo_(std::move(conninfo)), options_(std::move(options)),
+      models_(options_.name) {}
 
 projector::~projector() {
   stop();
@@ -58,47 +59,8 @@ void projector::connect() {
   conn_ = std::move(holder);
 }
 
-projector::fetched_batch projector::fetch(const std::map<std::int32_t, std::int64_t>& from) {
-  fetched_batch out;
-  out.from = from;
-  std::size_t share =
-    std::max<std::size_t>(1, options_.max_batch / std::max<std::size_t>(1, from.size()));
-  // Every partition is read first, so the decoded events are placed once, each moved in.
-  std::vector<std::pair<std::int32_t, events::read_result>> reads;
-  std::size_t total = 0;
-  for (auto [p, at] : from) {
-    std::size_t max = share;
-    if (auto u = options_.until.find(p); u != options_.until.end()) {
-      if (at >= u->second)
-        continue;
-      max = std::min<std::size_t>(max, static_cast<std::size_t>(u->second - at));
-    }
-    auto r = log_.read(p, at, max);
-    if (!r.ok())
-      throw std::runtime_error("projection " + options_.name + ": reading partition " +
-                               std::to_string(p) + " of " + log_.describe() +
-                               " failed: " + r.failure->message);
-    if (r.records.empty())
-      continue;
-    total += r.records.size();
-    reads.emplace_back(p, std::move(r));
-  }
-  out.events.reserve(total);
-  for (auto& [p, r] : reads) {
-    for (auto& rec : r.records) {
-      auto d = events::decode(rec.value);
-      if (!d.ok())
-        throw std::runtime_error("projection " + options_.name + ": the record at partition " +
-                                 std::to_string(p) + " offset " + std::to_string(rec.offset) +
-                                 " of " + log_.describe() + " is not an event (" +
-                                 d.failure().message +
-                                 "); the projection stops here until it is repaired");
-      out.events.push_back({p, rec.offset, std::get<events::event>(std::move(d.value))});
-    }
-    out.moved[p] = r.records.back().offset + 1;
-    r.records = {}; // decoded: the bytes go
-  }
-  return out;
+log_batch projector::fetch(const partition_offsets& from) {
+  return read_log_batch(log_, options_.name, from, options_.until, options_.max_batch);
 }
 
 std::size_t projector::step() {
@@ -117,9 +79,11 @@ std::size_t projector::step() {
     for (auto [p, o] : next)
       committed_[p] = o; // committed by whoever held these rows before
   }
-  memory_.check(next); // kept only when the rows are as this projector committed them
+  if (!memory_.trusted_at(next))
+    models_.forget(); // kept only when the rows are as this projector committed them
+  models_.bound();
 
-  fetched_batch fetched;
+  log_batch fetched;
   bool have = false;
   if (prefetch_.valid()) {
     try {
@@ -142,7 +106,7 @@ std::size_t projector::step() {
     after[p] = o;
   prefetch_ = reader_.submit([this, after] { return fetch(after); });
   memory_.distrust(); // until this step commits
-  auto outcome = apply_batch(tx, options_.name, batch, memory_, helpers_);
+  auto outcome = models_.apply(tx, batch);
   pg_array mp, mo;
   for (auto [p, o] : moved) {
     mp.add(p);

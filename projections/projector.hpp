@@ -20,11 +20,13 @@
 // run() repeats steps on a thread of its own; when PostgreSQL or the log fails it drops the
 // connection, waits (exponential backoff, min_backoff doubling up to max_backoff) and tries
 // again from the offsets PostgreSQL has, so nothing is lost across a reconnect. A record
-// that does not decode stops progress on its partition (retried with backoff, reported in
-// status().last_error): billing must never skip an event silently.
+// that does not decode, or a gap in a sandbox's sequence numbers (sequence_gap,
+// sequence_guard.hpp), stops progress (retried with backoff, reported in status().last_error;
+// the failing batch keeps nothing): billing must never skip an event silently.
 #pragma once
 
 #include "events/event_log.hpp"
+#include "projections/log_batch.hpp"
 #include "projections/projection_memory.hpp"
 #include "projections/read_models.hpp"
 #include "projections/task_thread.hpp"
@@ -81,7 +83,8 @@ public:
   projector& operator=(const projector&) = delete;
 
   // One transaction. Returns the number of records it consumed (0: nothing new). Throws on
-  // a fault (PostgreSQL, the log, an undecodable record); nothing of the step is kept then.
+  // a fault (PostgreSQL, the log, an undecodable record, a sequence_gap); nothing of the
+  // step is kept then.
   std::size_t step();
 
   // Steps until every owned partition reached the log's end offset as of the call (or its
@@ -97,13 +100,8 @@ public:
   projector_status status() const;
 
 private:
-  // Records read and decoded from `from` on: up to max_batch, shared between the partitions.
-  struct fetched_batch {
-    std::map<std::int32_t, std::int64_t> from;
-    std::vector<positioned_event> events;
-    std::map<std::int32_t, std::int64_t> moved; // next offsets of the partitions it read
-  };
-  fetched_batch fetch(const std::map<std::int32_t, std::int64_t>& from);
+  // Records read and decoded from `from` on (log_batch.hpp), within the options' limits.
+  log_batch fetch(const partition_offsets& from);
   void connect();
   void run();
   std::vector<std::int32_t> owned();
@@ -114,7 +112,8 @@ private:
   struct connection_holder; // pqxx::connection, kept out of this header
   std::unique_ptr<connection_holder> conn_;
   std::size_t wait_cursor_ = 0;
-  projection_memory memory_; // of the step thread; see projection_memory.hpp for its trust
+  read_models models_;       // of the step thread, with what they remember
+  projection_memory memory_; // whether that can be trusted (projection_memory.hpp)
 
   mutable std::mutex mutex_; // guards committed_ and status_
   std::map<std::int32_t, std::int64_t> committed_;
@@ -122,10 +121,9 @@ private:
 
   std::atomic<bool> stopping_{false};
   std::thread thread_;
-  std::future<fetched_batch> prefetch_; // of the step thread
-  // The prefetch's thread and the batches' helpers, started once. Last: destroyed first, so
-  // a prefetch still running finishes before what it reads (log_, options_) goes.
-  batch_helpers helpers_;
+  std::future<log_batch> prefetch_; // of the step thread
+  // The prefetch's thread, started once. Last: destroyed first, so a prefetch still running
+  // finishes before what it reads (log_, options_) goes.
   task_thread reader_;
 };
 

@@ -1,59 +1,67 @@
-// read_models — applies a batch of events to the three read models (sandboxes, billing
-// meters, audit log) inside the caller's transaction.
+// read_models — a projection's read models (make_read_models: sandboxes, billing meters, audit
+// log) and the runner that applies a batch of events to all of them inside the caller's
+// transaction.
 //
-// The caller (projector) owns the transaction and the offsets; this only writes rows. With
-// the transaction it guarantees: every event of the batch whose sequence number is above
+// The caller (projector, rebuild) owns the transaction and the offsets; this only writes rows.
+// With the transaction it guarantees: every event of the batch whose sequence number is above
 // the highest one this projection applied for its sandbox changes the read models exactly
-// once; the others (duplicates) change nothing. Events must come in log order per
-// partition. The statements are set-based (unnest arrays, COPY), a handful per batch.
+// once; the others (duplicates) change nothing; a sequence gap throws sequence_gap before
+// anything is written (sequence_guard.hpp). Events must come in log order per partition. The
+// statements are set-based (unnest arrays, COPY), a handful per model and batch.
 //
-// `memory` (projection_memory.hpp) supplies what it has entries for — the caller vouches
-// that they are current — and the rest is read; on return it holds the batch's sandboxes
-// and chains as the batch left them (as PostgreSQL will once the transaction commits). If
-// this throws, `memory` is no longer current. The overload without it reads everything.
-//
-// Two helpers compute the audit chain and the billing rows while PostgreSQL runs the
-// other statements; a caller applying batch after batch passes its own (batch_helpers),
-// started once, and the overloads without them start a pair for the call.
+// Between batches the guard and the models remember what they wrote (read_model.hpp), which
+// holds only while this runner's batches are the only writes to the rows: the caller says
+// when it may not be (forget(): after another projector committed, or a batch threw).
+// Every model but the first computes its rows on a thread of its own, started once with the
+// runner, while PostgreSQL executes the statements of the models before it.
 #pragma once
 
-#include "events/event.hpp"
-#include "projections/projection_memory.hpp"
+#include "projections/read_model.hpp"
+#include "projections/sequence_guard.hpp"
 #include "projections/task_thread.hpp"
 
-#include <cstdint>
+#include <cstddef>
+#include <memory>
 #include <string>
 #include <vector>
 
-namespace pqxx {
-class transaction_base;
-}
-
 namespace sandboxd::projections {
-
-struct positioned_event {
-  std::int32_t partition = 0;
-  std::int64_t offset = 0;
-  events::event event;
-};
 
 struct batch_outcome {
   std::size_t applied = 0;
   std::size_t duplicates = 0;
 };
 
-// The threads a batch's audit hashing and billing rows run on.
-struct batch_helpers {
-  task_thread audit;
-  task_thread billing;
-};
+// The read models, in the order they write; the one list a new read model is added to.
+std::vector<std::unique_ptr<read_model>> make_read_models();
 
-batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
-                          const std::vector<positioned_event>& batch, projection_memory& memory,
-                          batch_helpers& helpers);
-batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
-                          const std::vector<positioned_event>& batch, projection_memory& memory);
-batch_outcome apply_batch(pqxx::transaction_base& tx, const std::string& projection,
-                          const std::vector<positioned_event>& batch);
+class read_models {
+public:
+  // Past this many sandboxes remembered, bound() forgets rather than grows (some 70 MB).
+  static constexpr std::size_t max_sandboxes = 250'000;
+
+  explicit read_models(std::string projection);
+  ~read_models();
+  read_models(const read_models&) = delete;
+  read_models& operator=(const read_models&) = delete;
+
+  // Applies `batch` in `tx` (above). If it throws, what the models remember is not current:
+  // forget() before the next batch.
+  batch_outcome apply(pqxx::transaction_base& tx, const std::vector<positioned_event>& batch);
+
+  // Drops what the guard and the models remember; the next batch reads what it needs.
+  void forget();
+  // forget() when more than max_sandboxes sandboxes are remembered.
+  void bound();
+
+  // Every table the read models and the guard write, in the order of make_read_models() and
+  // the guard's last: what a rebuild compares.
+  static std::vector<std::string> tables();
+
+private:
+  sequence_guard guard_;
+  std::vector<std::unique_ptr<read_model>> models_;
+  std::vector<std::unique_ptr<task_thread>> helpers_; // models_[i] computes on helpers_[i - 1]
+};
 
 } // namespace sandboxd::projections

@@ -4,7 +4,7 @@
 // row; every later event only moves the state, the pause mode, the writable-layer size,
 // updated_at and last_seq. fold() gathers one sandbox's events of a batch into one
 // sandbox_patch, so the batch writes each sandbox once, without reading it first.
-// apply_patch() is the same change to a row in memory (what the tests and a rebuild reason with).
+// apply_patch() is the same change to a row in memory (what the tests reason with).
 //
 // State per event: created → creating; started, resumed → running; pause_requested →
 // pausing; paused → paused; resume_requested → resuming; delete_requested → deleting;

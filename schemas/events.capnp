@@ -42,6 +42,9 @@ struct Event {
     snapshotTaken @22 :SnapshotTaken;
     timeoutChanged @23 :TimeoutChanged;
     commandRejected @24 :CommandRejected;
+    fileOpRequested @25 :FileOpRequested;
+    fileOpFinished @26 :FileOpFinished;
+    execKillRequested @27 :ExecKillRequested;
   }
 }
 
@@ -92,6 +95,10 @@ enum ErrorCode {
   invalidArgument @4;
   resourceExhausted @5;
   unavailable @6;
+  notADirectory @7;
+  isADirectory @8;
+  tooLarge @9;
+  internal @10;
 }
 
 enum CommandKind {
@@ -114,6 +121,41 @@ enum CommandKind {
   idleTimer @16;
   lifetimeTimer @17;
   retentionTimer @18;
+  makeDir @19;
+  removePath @20;
+  renamePath @21;
+  listDir @22;
+  statPath @23;
+  killExec @24;
+  timeoutTimer @25;
+}
+
+enum OpOutcome {
+  # How an operation that reached the runtime ended.
+  completed @0;    # it ran to its end (an exec's exit code, a file change done)
+  failed @1;       # the runtime refused or could not do it: errorCode and errorMessage say why
+  interrupted @2;  # sandboxd stopped while it ran: whether it took effect is unknown
+}
+
+enum FileOpKind {
+  write @0;
+  makeDir @1;
+  remove @2;
+  rename @3;
+}
+
+enum FileReadKind {
+  read @0;
+  list @1;
+  stat @2;
+}
+
+struct EnvVar {
+  name @0 :Text;
+  value @1 :Text;                # empty when secret
+  secret @2 :Bool;
+  valueSha256 @3 :Data;          # secret only: SHA-256 of the value (32 bytes); the value
+                                 # itself never reaches the log
 }
 
 struct Limits {
@@ -144,6 +186,8 @@ struct Timeouts {
   idlePauseMode @2 :PauseMode;   # the mode when idleAction is pause
   maxLifetimeNs @3 :Int64;       # from creation; 0: unlimited
   pausedRetentionNs @4 :Int64;   # how long a paused sandbox is kept; 0: forever
+  timeoutNs @5 :Int64;           # run time allowed from each start or resume, then
+                                 # idleAction applies (delete, or pause); 0: none
 }
 
 struct Created {
@@ -154,6 +198,7 @@ struct Created {
   labels @4 :List(Label);
   runtime @5 :RuntimeKind;
   clientRequestId @6 :Text;      # makes create idempotent
+  env @7 :List(EnvVar);          # every exec sees these
 }
 
 struct Started {}
@@ -188,6 +233,11 @@ struct ExecStarted {
   argv @1 :List(Text);
   workingDirectory @2 :Text;
   timeoutNs @3 :Int64;           # 0: none
+  env @4 :List(EnvVar);          # this exec's own variables (secret values hashed)
+  stdinBytes @5 :UInt64;
+  stdinSha256 @6 :Data;          # 32 bytes; empty when stdin is streamed or none
+  maxOutputBytes @7 :UInt64;     # per stream
+  background @8 :Bool;
 }
 
 struct ExecFinished {
@@ -198,6 +248,13 @@ struct ExecFinished {
   stdoutBytes @4 :UInt64;
   stderrBytes @5 :UInt64;
   timedOut @6 :Bool;
+  oomKilled @7 :Bool;
+  outputTruncated @8 :Bool;      # it wrote more than maxOutputBytes; the rest was dropped
+  stdoutSha256 @9 :Data;         # 32 bytes, of the output handed to the caller; empty when
+  stderrSha256 @10 :Data;        # the exec did not complete
+  outcome @11 :OpOutcome;
+  errorCode @12 :ErrorCode;      # outcome failed: why
+  errorMessage @13 :Text;
 }
 
 struct FileWritten {
@@ -207,8 +264,14 @@ struct FileWritten {
 }
 
 struct FileRead {
+  # A read of the sandbox's files (logged after it is served, with its outcome).
   path @0 :Text;
-  bytes @1 :UInt64;
+  bytes @1 :UInt64;              # read: the bytes returned
+  kind @2 :FileReadKind;
+  errorCode @3 :ErrorCode;       # none when it succeeded
+  errorMessage @4 :Text;
+  sha256 @5 :Data;               # read: 32 bytes, of the content returned
+  entries @6 :UInt64;            # list: the entries returned
 }
 
 struct StorageSampled {
@@ -228,4 +291,31 @@ struct CommandRejected {
   command @0 :CommandKind;
   code @1 :ErrorCode;
   message @2 :Text;
+}
+
+struct FileOpRequested {
+  # A change to the sandbox's files, logged before it reaches the sandbox.
+  opId @0 :Text;                 # unique per sandbox; FileOpFinished names it
+  kind @1 :FileOpKind;
+  path @2 :Text;
+  toPath @3 :Text;               # rename: the new path
+  recursive @4 :Bool;            # remove: a directory and everything in it; makeDir: parents
+  mode @5 :UInt32;               # write, makeDir: permission bits
+  bytes @6 :UInt64;              # write: the content's size
+  sha256 @7 :Data;               # write: 32 bytes, of the content
+}
+
+struct FileOpFinished {
+  opId @0 :Text;
+  kind @1 :FileOpKind;
+  outcome @2 :OpOutcome;
+  errorCode @3 :ErrorCode;       # outcome failed: why
+  errorMessage @4 :Text;
+  bytes @5 :UInt64;              # write: as the runtime wrote them
+  sha256 @6 :Data;               # write: 32 bytes, of what the runtime wrote
+}
+
+struct ExecKillRequested {
+  execId @0 :Text;
+  signal @1 :Int32;
 }

@@ -32,9 +32,6 @@ inline std::ostream& operator<<(std::ostream& o, sandbox_status s) {
 }
 } // namespace sandboxd::runtime
 namespace sandboxd::events {
-inline std::ostream& operator<<(std::ostream& o, errc c) {
-  return o << to_string(c);
-}
 inline std::ostream& operator<<(std::ostream& o, runtime_step s) {
   return o << to_string(s);
 }

@@ -1,6 +1,10 @@
 // sample_events.hpp — one event of every payload type, every field set to a value that is
 // not its default. These are the values tests/golden/ holds: they must never change (a
 // later version adds samples for new payloads, it does not edit these).
+//
+// samples() holds each payload as the version that introduced it wrote it (<name>.bin);
+// samples_v2() holds the payloads that a later version extended with fields, with every
+// field set (<name>.v2.bin). A v1 file decodes with the later fields at their defaults.
 #pragma once
 
 #include "events/event.hpp"
@@ -60,11 +64,79 @@ inline std::vector<event> samples() {
     timeout_changed{timeouts},
     command_rejected{command_kind::write_file, errc::conflict,
                      "sandbox sb_golden is paused (memory); cannot write a file; resume it"},
+    file_op_requested{"op-9", file_op_kind::rename, "/workspace/a.txt", "/workspace/b.txt", true,
+                      0640, 0, std::nullopt},
+    file_op_finished{"op-9", file_op_kind::write, op_outcome::failed,
+                     error{errc::resource_exhausted, "disk limit of 512 MiB reached"}, 77, digest},
+    exec_kill_requested{"exec-2", 15},
   };
   std::vector<event> out;
   std::uint64_t seq = 1;
   for (auto& b : bodies)
     out.push_back(sample_envelope(seq++, std::move(b)));
+  return out;
+}
+
+// The payloads later versions extended, every field (old and new) set.
+inline std::vector<event> samples_v2() {
+  using namespace std::chrono_literals;
+  sha256_digest a{}, b{}, c{};
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    a[i] = static_cast<std::uint8_t>(i);
+    b[i] = static_cast<std::uint8_t>(0xff - i);
+    c[i] = static_cast<std::uint8_t>(0x55 ^ i);
+  }
+  sandbox_timeouts timeouts{15min, idle_action::pause_sandbox, pause_mode::memory, 8h, 72h, 30min};
+  created cr;
+  cr.template_name = "base";
+  cr.limits = {4096, 2000, 256, 20480};
+  cr.timeouts = timeouts;
+  cr.network = {network_mode::none, {}};
+  cr.labels = {{"agent", "x"}};
+  cr.runtime = runtime_kind::runsc;
+  cr.client_request_id = "req-v2";
+  cr.env = {{"A", "1", false, std::nullopt}, {"API_KEY", "", true, a}};
+
+  exec_started es;
+  es.exec_id = "exec-7";
+  es.argv = {"/bin/sh", "-c", "cat; echo done"};
+  es.working_directory = "/workspace";
+  es.timeout = 90s;
+  es.env = {{"B", "two", false, std::nullopt}, {"TOKEN", "", true, b}};
+  es.stdin_bytes = 65537;
+  es.stdin_sha256 = c;
+  es.max_output_bytes = 1 << 20;
+  es.background = true;
+
+  exec_finished ef;
+  ef.exec_id = "exec-7";
+  ef.exit_code = -1;
+  ef.signal = 9;
+  ef.duration = 2'000'000'001ns;
+  ef.stdout_bytes = 1 << 20;
+  ef.stderr_bytes = 3;
+  ef.timed_out = true;
+  ef.oom_killed = true;
+  ef.output_truncated = true;
+  ef.stdout_sha256 = a;
+  ef.stderr_sha256 = b;
+  ef.outcome = op_outcome::interrupted;
+  ef.failure = error{errc::internal, "runsc exec: exit status 128"};
+
+  file_read fr;
+  fr.path = "/workspace";
+  fr.bytes = 0;
+  fr.kind = file_read_kind::list;
+  fr.failure = error{errc::not_a_directory, "/workspace/a.txt is not a directory"};
+  fr.sha256 = c;
+  fr.entries = 1000;
+
+  std::vector<event> out;
+  out.push_back(sample_envelope(101, cr));
+  out.push_back(sample_envelope(102, exec_started(es)));
+  out.push_back(sample_envelope(103, ef));
+  out.push_back(sample_envelope(104, fr));
+  out.push_back(sample_envelope(105, timeout_changed{timeouts}));
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "events/event.hpp"
 #include "schemas/events.capnp.h"
 #include "tests/events/sample_events.hpp"
+#include "tests/support/test_seed.hpp"
 
 #include <capnp/any.h>
 #include <capnp/message.h>
@@ -156,8 +157,7 @@ BOOST_AUTO_TEST_CASE(random_and_mutated_records_never_crash_or_allocate_without_
   std::vector<std::string> seeds;
   for (const auto& e : samples())
     seeds.push_back(encode(e));
-  const char* seed_env = std::getenv("SANDBOXD_FUZZ_SEED");
-  mutator m(seed_env ? std::stoull(seed_env) : 3);
+  mutator m(sandboxd::test::test_seed("event fuzz"));
   decode_probe probe;
   constexpr int k_inputs = 100'000;
   for (int i = 0; i < k_inputs; ++i) {

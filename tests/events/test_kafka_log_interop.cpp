@@ -7,6 +7,7 @@
 #include "events/event.hpp"
 #include "events/kafka_log.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_log_options.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -17,18 +18,22 @@ using sandboxd::test::check_shell;
 using sandboxd::test::run_shell;
 using sandboxd::test::shell_quote;
 
-BOOST_AUTO_TEST_CASE(kcat_reads_an_appended_event_and_capnp_decode_decodes_it) {
-  if (run_shell("command -v kcat && command -v capnp").exit_code != 0) {
-    BOOST_TEST_MESSAGE("skipped: kcat or capnp is not installed (scripts/setup installs both)");
-    return;
-  }
+namespace {
+
+boost::test_tools::assertion_result kcat_and_capnp(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result r(
+    run_shell("command -v kcat && command -v capnp").exit_code == 0);
+  r.message() << "kcat or capnp is not installed (scripts/setup installs both)";
+  return r;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(kcat_reads_an_appended_event_and_capnp_decode_decodes_it,
+                     *boost::unit_test::precondition(kcat_and_capnp)) {
   const std::string bootstrap = sandboxd::test::shared_kafka_bootstrap();
   const std::string topic = "interop-" + std::to_string(::getpid());
-  kafka_log_options o;
-  o.bootstrap_servers = bootstrap;
-  o.topic = topic;
-  o.partitions = 4;
-  kafka_log log(o);
+  kafka_log log(sandboxd::test::single_broker_log(bootstrap, topic, 4));
 
   event e;
   e.event_id = "ev_interop_1";

@@ -9,6 +9,7 @@
 #include "events/file_log.hpp"
 #include "events/kafka_log.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/kafka_log_options.hpp"
 #include "tests/support/kafka_mock.hpp"
 #include "tests/support/temp_dir.hpp"
 
@@ -72,14 +73,13 @@ public:
 #endif
   }
   std::unique_ptr<event_log> open() override {
-    kafka_log_options o;
-    o.bootstrap_servers = bootstrap_;
-    o.topic = topic_;
-    o.partitions = k_partitions;
 #if SANDBOXD_LOG_UNDER_TEST == SANDBOXD_LOG_KAFKA_MOCK
-    o.fetch_wait = 5ms; // the mock holds every empty fetch this long, even when records arrive
+    return std::make_unique<kafka_log>(
+      sandboxd::test::mock_cluster_log(bootstrap_, topic_, k_partitions));
+#else
+    return std::make_unique<kafka_log>(
+      sandboxd::test::single_broker_log(bootstrap_, topic_, k_partitions));
 #endif
-    return std::make_unique<kafka_log>(o);
   }
 
 private:

@@ -1,6 +1,8 @@
 // lifecycle_stream — builds sandbox lifecycle events for the projection tests and the
 // projection benchmark: one `sandbox_events` per sandbox, each call appending the next
 // event with the next dense sequence number, event id "<sandbox>:<seq>", at a given time.
+// Events with an `unknown` payload (a newer version's kind) become records as such a writer
+// makes them (encode_record).
 #pragma once
 
 #include "events/event.hpp"
@@ -8,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <cstring>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -91,11 +94,37 @@ private:
   std::vector<events::event> events_;
 };
 
+// The record of `e`. An `unknown` payload (a kind of a newer version, which encode refuses) is
+// written as a newer writer's record reads here: encoded as `started`, then with the payload
+// union's discriminant set to the unknown ordinal. The discriminant is the 16 bits after the
+// envelope's two 64-bit fields (sequence, occurredAtNs) in the root struct's data section,
+// which follows the 8-byte segment table and the 8-byte root pointer; the record is decoded
+// back and must give `e`.
+inline std::string encode_record(const events::event& e) {
+  const auto* u = std::get_if<events::unknown>(&e.body);
+  if (!u)
+    return events::encode(e);
+  constexpr std::size_t discriminant_at = 8 + 8 + 16;
+  auto stand_in = e;
+  stand_in.body = events::started{};
+  auto bytes = events::encode(stand_in);
+  std::uint16_t started_ordinal = 0;
+  std::memcpy(&started_ordinal, bytes.data() + discriminant_at, 2);
+  if (started_ordinal != 1)
+    throw std::logic_error("encode_record: the payload discriminant is not where the layout says");
+  std::memcpy(bytes.data() + discriminant_at, &u->ordinal, 2);
+  auto back = events::decode(bytes);
+  if (!back.ok() || !(back.get() == e))
+    throw std::logic_error(
+      "encode_record: the record with an unknown payload does not decode back");
+  return bytes;
+}
+
 inline std::vector<events::log_record> to_records(const std::vector<events::event>& evs) {
   std::vector<events::log_record> out;
   out.reserve(evs.size());
   for (const auto& e : evs)
-    out.push_back({e.sandbox_id, events::encode(e)});
+    out.push_back({e.sandbox_id, encode_record(e)});
   return out;
 }
 

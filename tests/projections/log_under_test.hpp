@@ -39,6 +39,7 @@ public:
     o.topic = "projections-" + name_;
     o.partitions = k_log_partitions;
     o.replication_factor = 1;
+    o.min_insync_replicas = 1; // a single broker
     log_ = std::make_unique<events::kafka_log>(o);
 #endif
   }

@@ -1,11 +1,18 @@
 // The audit hash chain as pure functions: links, and a change to any field breaks them; the
-// SHA-256 and array-literal helpers it and the writer rely on.
+// verifier, which names each kind of tampering as its own problem; the SHA-256 and
+// array-literal helpers the chain and the writer rely on.
 #define BOOST_TEST_MODULE audit_chain
 #include <boost/test/unit_test.hpp>
 
 #include "projections/audit_chain.hpp"
+#include "projections/audit_log.hpp"
+#include "projections/audit_verifier.hpp"
 #include "projections/pg_array.hpp"
 #include "projections/sha256.hpp"
+#include "tests/support/test_seed.hpp"
+
+#include <algorithm>
+#include <random>
 
 using namespace sandboxd::projections;
 
@@ -25,6 +32,41 @@ audit_row sample(int64_t position) {
   r.detail = "echo hi";
   return r;
 }
+
+// A chain of `n` rows as the projection writes it, and its head.
+struct chain {
+  std::vector<audit_row> rows;
+  std::optional<recorded_head> head;
+};
+
+chain written(int n) {
+  chain c;
+  std::string prev = audit_genesis_hash();
+  for (int i = 1; i <= n; ++i) {
+    auto r = sample(i);
+    link(r, prev);
+    prev = r.hash;
+    c.rows.push_back(r);
+  }
+  c.head = recorded_head{n, prev};
+  return c;
+}
+
+std::vector<audit_finding> verify(chain c) {
+  std::sort(c.rows.begin(), c.rows.end(),
+            [](const auto& a, const auto& b) { return a.position < b.position; });
+  return verify_chain("acme", 3, c.rows, c.head);
+}
+
+// "problem@position" for each finding, in order.
+std::vector<std::string> problems(const std::vector<audit_finding>& findings) {
+  std::vector<std::string> out;
+  for (const auto& f : findings)
+    out.push_back(std::string(to_string(f.problem)) + "@" + std::to_string(f.position));
+  return out;
+}
+
+using names = std::vector<std::string>;
 
 } // namespace
 
@@ -89,4 +131,208 @@ BOOST_AUTO_TEST_CASE(pg_array_escapes_quotes_and_backslashes_anywhere_in_an_elem
   pg_array a;
   a.add("plain").add("a\"b").add("\\").add("x\\y\"").add("");
   BOOST_TEST(a.str() == R"({"plain","a\"b","\\","x\\y\"",""})");
+}
+
+BOOST_AUTO_TEST_CASE(an_intact_chain_has_no_finding) {
+  BOOST_TEST(verify(written(8)).empty());
+  BOOST_TEST(verify(written(1)).empty());
+  BOOST_TEST(verify(chain{}).empty());
+}
+
+BOOST_AUTO_TEST_CASE(a_row_edited_in_place_is_a_hash_mismatch) {
+  auto c = written(8);
+  c.rows[2].detail = "nothing to see";
+  auto f = verify(c);
+  BOOST_TEST_REQUIRE(problems(f) == names{"hash_mismatch@3"});
+  BOOST_TEST(f[0].event_id == "ev-3");
+  BOOST_TEST(f[0].message.find("audit row 3 of tenant acme partition 3 (event ev-3)") !=
+             std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_row_replaced_with_its_hash_recomputed_is_a_broken_link) {
+  auto c = written(8);
+  c.rows[2].outcome = "accepted";
+  c.rows[2].detail = "rm -rf / (never happened)";
+  link(c.rows[2], c.rows[1].hash); // the row verifies on its own
+  BOOST_REQUIRE(chain_hash(c.rows[2].prev_hash, c.rows[2]) == c.rows[2].hash);
+  auto f = verify(c);
+  BOOST_TEST_REQUIRE(problems(f) == names{"broken_link@3"});
+  BOOST_TEST(f[0].event_id == "ev-3");
+
+  // The last row: the head is what it no longer links to.
+  auto d = written(8);
+  d.rows[7].principal = "mallory";
+  link(d.rows[7], d.rows[6].hash);
+  BOOST_TEST(problems(verify(d)) == names{"broken_link@8"});
+}
+
+BOOST_AUTO_TEST_CASE(a_swapped_pair_is_out_of_order_at_both_places) {
+  auto c = written(8);
+  std::swap(c.rows[1].position, c.rows[2].position); // rows 2 and 3 trade places
+  auto f = verify(c);
+  BOOST_TEST_REQUIRE(problems(f) == names({"out_of_order@2", "out_of_order@3"}));
+  BOOST_TEST(f[0].event_id == "ev-3"); // the row now at 2 belongs at 3
+  BOOST_TEST(f[0].message.find("belongs at row 3") != std::string::npos, f[0].message);
+  BOOST_TEST(f[1].event_id == "ev-2");
+
+  // Not neighbours, and the first row.
+  auto d = written(8);
+  std::swap(d.rows[0].position, d.rows[5].position);
+  BOOST_TEST(problems(verify(d)) == names({"out_of_order@1", "out_of_order@6"}));
+}
+
+BOOST_AUTO_TEST_CASE(a_deleted_row_is_a_missing_row) {
+  auto c = written(8);
+  c.rows.erase(c.rows.begin() + 3);
+  auto f = verify(c);
+  BOOST_TEST_REQUIRE(problems(f) == names{"missing_row@4"});
+  BOOST_TEST(f[0].event_id == "");
+
+  auto first = written(8);
+  first.rows.erase(first.rows.begin(), first.rows.begin() + 2);
+  auto g = verify(first);
+  BOOST_TEST_REQUIRE(problems(g) == names{"missing_row@1"});
+  BOOST_TEST(g[0].message.find("lacks rows 1 to 2") != std::string::npos, g[0].message);
+}
+
+BOOST_AUTO_TEST_CASE(a_truncated_tail_is_seen_against_the_head) {
+  auto c = written(8);
+  c.rows.resize(6);
+  auto f = verify(c);
+  BOOST_TEST_REQUIRE(problems(f) == names{"truncated_tail@7"});
+  BOOST_TEST(f[0].message.find("rows 7 to 8 were deleted from its end") != std::string::npos,
+             f[0].message);
+
+  auto all = written(8);
+  all.rows.clear();
+  BOOST_TEST(problems(verify(all)) == names{"truncated_tail@1"});
+}
+
+BOOST_AUTO_TEST_CASE(rows_past_the_head_or_without_one_are_beyond_the_head) {
+  auto c = written(8);
+  c.head = recorded_head{6, c.rows[5].hash}; // rows 7 and 8 appended by someone else
+  BOOST_TEST(problems(verify(c)) == names{"beyond_head@7"});
+
+  auto d = written(8);
+  d.head.reset();
+  BOOST_TEST(problems(verify(d)) == names{"beyond_head@1"});
+}
+
+BOOST_AUTO_TEST_CASE(the_problem_types_have_distinct_names) {
+  std::vector<std::string> all;
+  for (auto p :
+       {audit_problem::hash_mismatch, audit_problem::broken_link, audit_problem::out_of_order,
+        audit_problem::missing_row, audit_problem::truncated_tail, audit_problem::beyond_head})
+    all.emplace_back(to_string(p));
+  BOOST_TEST(all == names({"hash_mismatch", "broken_link", "out_of_order", "missing_row",
+                           "truncated_tail", "beyond_head"}));
+}
+
+// Whatever is done to the rows or the head, something is reported: random edits, swaps,
+// deletions, rehashed replacements, renumberings and head changes, one to three at a time
+// (except a chain deleted whole with its head, which leaves nothing to verify).
+BOOST_AUTO_TEST_CASE(every_tampering_is_reported) {
+  std::mt19937_64 rng(sandboxd::test::test_seed("audit every_tampering_is_reported"));
+  auto pick = [&](std::size_t n) {
+    return std::uniform_int_distribution<std::size_t>(0, n - 1)(rng);
+  };
+  for (int round = 0; round < 2000; ++round) {
+    auto c = written(static_cast<int>(2 + pick(10)));
+    const auto original = c;
+    for (std::size_t t = 0, changes = 1 + pick(3); t < changes && !c.rows.empty(); ++t) {
+      auto& r = c.rows[pick(c.rows.size())];
+      switch (pick(7)) {
+      case 0:
+        r.detail += "!";
+        break;
+      case 1:
+        std::swap(r.position, c.rows[pick(c.rows.size())].position);
+        break;
+      case 2:
+        c.rows.erase(c.rows.begin() + static_cast<std::ptrdiff_t>(pick(c.rows.size())));
+        break;
+      case 3:
+        r.action = "pause";
+        link(r, r.prev_hash);
+        break;
+      case 4:
+        for (auto& later : c.rows)
+          if (later.position > r.position)
+            --later.position; // a deletion hidden by renumbering
+        break;
+      case 5:
+        c.head->position += static_cast<std::int64_t>(pick(3)) - 1;
+        break;
+      case 6:
+        c.head.reset();
+        break;
+      }
+    }
+    std::sort(c.rows.begin(), c.rows.end(),
+              [](const auto& a, const auto& b) { return a.position < b.position; });
+    // Positions stay unique (the primary key): a renumbering that collides is not a state the
+    // table can hold.
+    bool unique =
+      std::adjacent_find(c.rows.begin(), c.rows.end(), [](const auto& a, const auto& b) {
+        return a.position == b.position;
+      }) == c.rows.end();
+    if (!unique)
+      continue;
+    if (c.rows.empty() && !c.head)
+      continue; // the whole chain gone, head too: only the log knows it was there (rebuild)
+    bool changed = c.rows != original.rows || c.head.has_value() != original.head.has_value() ||
+                   (c.head && (c.head->position != original.head->position ||
+                               c.head->hash != original.head->hash));
+    auto f = verify(c);
+    BOOST_TEST(f.empty() == !changed, "round " << round << ": " << f.size() << " findings");
+  }
+}
+
+// An operation's outcome event carries its own outcome into the audit row: the error code
+// when the runtime refused it, `interrupted` when a restart cut it off, `accepted` when it
+// completed; its intent is a row of its own.
+BOOST_AUTO_TEST_CASE(an_operations_outcome_is_its_audit_rows_outcome) {
+  using namespace sandboxd::events;
+  auto row = [](payload body) {
+    event e;
+    e.event_id = "sb_1:9";
+    e.sandbox_id = "sb_1";
+    e.sequence = 9;
+    e.tenant = "acme";
+    e.principal = "system";
+    e.body = std::move(body);
+    return audit_row_of(e, 0);
+  };
+  file_op_finished refused;
+  refused.op_id = "op-1";
+  refused.outcome = op_outcome::failed;
+  refused.failure = error{sandboxd::errc::resource_exhausted, "disk limit of 512 MiB reached"};
+  auto r = row(refused);
+  BOOST_TEST(r.action == "file_op_finished");
+  BOOST_TEST(r.outcome == "resource_exhausted");
+  BOOST_TEST(r.detail.find("disk limit of 512 MiB reached") != std::string::npos);
+
+  exec_finished cut;
+  cut.exec_id = "x1";
+  cut.outcome = op_outcome::interrupted;
+  BOOST_TEST(row(cut).outcome == "interrupted");
+
+  exec_finished done;
+  done.exec_id = "x1";
+  done.exit_code = 42;
+  BOOST_TEST(row(done).outcome == "accepted"); // it ran; its exit code is its own business
+  BOOST_TEST(row(done).detail == "x1: exit 42");
+
+  file_read missing;
+  missing.path = "/nope";
+  missing.failure = error{sandboxd::errc::not_found, "/nope does not exist"};
+  BOOST_TEST(row(missing).outcome == "not_found");
+
+  file_op_requested intent;
+  intent.op_id = "op-2";
+  intent.kind = file_op_kind::rename;
+  intent.path = "/a";
+  intent.to_path = "/b";
+  BOOST_TEST(row(intent).outcome == "accepted");
+  BOOST_TEST(row(intent).detail == "op-2: rename /a -> /b");
 }

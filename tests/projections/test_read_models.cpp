@@ -11,10 +11,12 @@
 #include "projections/rebuild.hpp"
 #include "tests/projections/lifecycle_stream.hpp"
 #include "tests/projections/log_under_test.hpp"
+#include "tests/projections/postgres_installed.hpp"
 #include "tests/support/pg_server.hpp"
 
 #include <pqxx/pqxx>
 
+#include <atomic>
 #include <set>
 #include <thread>
 
@@ -94,6 +96,8 @@ std::int64_t as_i64(const pqxx::field& f) {
 }
 
 } // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::postgres_installed))
 
 BOOST_FIXTURE_TEST_CASE(lifecycle_stream_produces_expected_rows, fixture) {
   test::append_all(*log, lifecycle());
@@ -195,13 +199,16 @@ BOOST_FIXTURE_TEST_CASE(events_delivered_twice_change_nothing, fixture) {
     BOOST_TEST(l.lag() == 0);
 }
 
-// A sandbox whose `created` this projection never applied has no `sandboxes` row to carry its
-// duplicate guard: projection_sandbox_seq keeps it, and its events delivered again still
-// change nothing.
+// A sandbox whose history does not start with `created` (sequence 1 is another event) has no
+// `sandboxes` row to carry its duplicate guard: projection_sandbox_seq keeps it, and its
+// events delivered again still change nothing.
 BOOST_FIXTURE_TEST_CASE(events_of_a_sandbox_without_a_row_delivered_twice_change_nothing, fixture) {
   sandbox_events orphan("sb-orphan", "acme", t0_ns);
-  orphan.created(512).started().exec("echo 1").sampled(gib);
-  std::vector<events::event> tail(orphan.events().begin() + 1, orphan.events().end());
+  orphan.rejected(events::command_kind::exec, events::errc::conflict, "not created yet")
+    .started()
+    .exec("echo 1")
+    .sampled(gib);
+  const auto& tail = orphan.events();
   test::append_all(*log, tail);
   project();
   BOOST_TEST(as_i64(query("SELECT count(*) FROM sandboxes")[0][0]) == 0);
@@ -219,7 +226,66 @@ BOOST_FIXTURE_TEST_CASE(events_of_a_sandbox_without_a_row_delivered_twice_change
   BOOST_TEST(snapshot() == before);
 }
 
-BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql, fixture) {
+// Sequences are dense per sandbox (the actors refuse a gap in recovery): an event more than
+// one above the last applied means the log lost events. The projection stops with a fault that
+// names the sandbox and the missing sequence, and keeps nothing of the batch that holds it,
+// whether the last applied sequence comes from the projector's memory or from PostgreSQL.
+BOOST_FIXTURE_TEST_CASE(a_sequence_gap_stops_the_projection_and_keeps_nothing_of_its_batch,
+                        fixture) {
+  sandbox_events ok("sb-ok", "acme", t0_ns);
+  ok.created(512).started().after(10min).sampled(gib);
+  sandbox_events gappy("sb-gappy", "acme", t0_ns);
+  gappy.created(512).started().after(10min).sampled(gib).exec("echo 1").exec("echo 2");
+  auto opts = options();
+  opts.max_batch = 1000; // the whole tail in one batch
+  test::append_all(*log, {ok.events()[0], ok.events()[1], gappy.events()[0], gappy.events()[1]});
+  projector p(*log, conninfo, opts);
+  p.catch_up();
+  const std::string before = snapshot();
+  const auto offsets_before =
+    as_i64(query("SELECT sum(next_offset) FROM projection_offsets")[0][0]);
+  BOOST_TEST_REQUIRE(offsets_before == 4);
+
+  // sb-ok's sequence 3 and sb-gappy's 4 and 5, without its 3: one batch.
+  test::append_all(*log, {ok.events()[2], gappy.events()[3], gappy.events()[4]});
+  auto expect_gap = [&](projector& q) {
+    try {
+      q.catch_up();
+      BOOST_ERROR("a batch with a sequence gap was applied");
+    } catch (const sequence_gap& e) {
+      BOOST_TEST(e.sandbox_id == "sb-gappy");
+      BOOST_TEST(e.first_missing == 3u);
+      BOOST_TEST(e.found == 4u);
+      const std::string what = e.what();
+      BOOST_TEST(what.find("sandbox sb-gappy is missing event sequence 3") != std::string::npos,
+                 what);
+    }
+    BOOST_TEST(snapshot() == before); // sb-ok's sequence 3 was not applied either
+    BOOST_TEST(as_i64(query("SELECT sum(next_offset) FROM projection_offsets")[0][0]) ==
+               offsets_before);
+  };
+  expect_gap(p); // the last applied sequence from the projector's memory
+  projector fresh(*log, conninfo, opts);
+  expect_gap(fresh); // from PostgreSQL
+
+  // Running in the background, the projector keeps failing on it and says why.
+  fresh.start();
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (fresh.status().failures < 2 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(10ms);
+  fresh.stop();
+  BOOST_TEST(fresh.status().failures >= 2u);
+  BOOST_TEST(fresh.status().last_error.find("sb-gappy is missing event sequence 3") !=
+               std::string::npos,
+             fresh.status().last_error);
+  BOOST_TEST(snapshot() == before);
+}
+
+// Each way of tampering with the stored audit log is reported as its own problem, at the row
+// it concerns: a row edited in place, a row replaced together with its recomputed hash, a
+// deleted row, a swapped pair, a truncated tail. Rows and head rewritten together get past the
+// verifier; the rebuild from the log sees them.
+BOOST_FIXTURE_TEST_CASE(audit_verify_names_each_tampering_in_sql_as_its_own_problem, fixture) {
   test::append_all(*log, test::mixed_stream(6, 1, t0_ns));
   project();
   // The longest chain, so that rows 2, 3, 4 and the last exist.
@@ -238,45 +304,88 @@ BOOST_FIXTURE_TEST_CASE(audit_verify_finds_rows_edited_deleted_or_swapped_in_sql
     tx.exec(tamper);
     return verify_audit_log(tx);
   };
-  auto event_at = [&](int pos) {
-    return query("SELECT event_id FROM audit_log" + where +
-                 " AND position = " + std::to_string(pos))[0][0]
-      .as<std::string>();
+  auto stored_row = [&](std::int64_t pos) {
+    auto f = query("SELECT tenant, partition, position, event_id, occurred_at_ns, principal,"
+                   " action, sandbox_id, outcome, detail, encode(prev_hash, 'hex'),"
+                   " encode(hash, 'hex') FROM audit_log" +
+                   where + " AND position = " + std::to_string(pos))[0];
+    audit_row r;
+    r.tenant = f[0].as<std::string>();
+    r.partition = f[1].as<std::int32_t>();
+    r.position = f[2].as<std::int64_t>();
+    r.event_id = f[3].as<std::string>();
+    r.occurred_at_ns = f[4].as<std::int64_t>();
+    r.principal = f[5].as<std::string>();
+    r.action = f[6].as<std::string>();
+    r.sandbox_id = f[7].as<std::string>();
+    r.outcome = f[8].as<std::string>();
+    r.detail = f[9].as<std::string>();
+    r.prev_hash = f[10].as<std::string>();
+    r.hash = f[11].as<std::string>();
+    return r;
   };
+  auto event_at = [&](std::int64_t pos) { return stored_row(pos).event_id; };
+  // "problem@position" for each finding.
+  auto problems = [](const std::vector<audit_finding>& findings) {
+    std::vector<std::string> out;
+    for (const auto& f : findings)
+      out.push_back(std::string(to_string(f.problem)) + "@" + std::to_string(f.position));
+    return out;
+  };
+  using names = std::vector<std::string>;
 
   auto edited =
     findings_after("UPDATE audit_log SET detail = 'nothing to see'" + where + " AND position = 3");
-  BOOST_REQUIRE(edited.size() == 1u);
-  BOOST_TEST(edited[0].problem == "edited");
-  BOOST_TEST(edited[0].position == 3);
+  BOOST_TEST_REQUIRE(problems(edited) == names{"hash_mismatch@3"});
   BOOST_TEST(edited[0].event_id == event_at(3));
   BOOST_TEST(edited[0].message.find(event_at(3)) != std::string::npos, edited[0].message);
 
-  // An edit that also recomputes the row's own hash still breaks the next link.
-  auto rehashed = findings_after(
-    "UPDATE audit_log SET outcome = 'accepted', hash = decode(repeat('f', 64), 'hex')" + where +
-    " AND position = 3");
-  BOOST_TEST(!rehashed.empty());
-  BOOST_TEST(rehashed[0].position == 3);
+  // Row 3 replaced by a row that hashes right on its own: its hash recomputed over the new
+  // contents and its prev_hash. Row 4 was chained to the old row 3.
+  auto forged = stored_row(3);
+  forged.outcome = "accepted";
+  forged.detail = "nothing happened";
+  link(forged, forged.prev_hash);
+  BOOST_REQUIRE(chain_hash(forged.prev_hash, forged) == forged.hash);
+  auto replaced = findings_after("UPDATE audit_log SET outcome = 'accepted',"
+                                 " detail = 'nothing happened', hash = decode('" +
+                                 forged.hash + "', 'hex')" + where + " AND position = 3");
+  BOOST_TEST_REQUIRE(problems(replaced) == names{"broken_link@3"});
+  BOOST_TEST(replaced[0].event_id == event_at(3));
 
   auto deleted = findings_after("DELETE FROM audit_log" + where + " AND position = 4");
-  BOOST_REQUIRE(deleted.size() == 1u);
-  BOOST_TEST(deleted[0].problem == "missing");
-  BOOST_TEST(deleted[0].position == 4);
+  BOOST_TEST_REQUIRE(problems(deleted) == names{"missing_row@4"});
+  BOOST_TEST(deleted[0].event_id == "");
 
   auto swapped = findings_after("UPDATE audit_log SET position = -1" + where +
                                 " AND position = 2; UPDATE audit_log SET position = 2" + where +
                                 " AND position = 3; UPDATE audit_log SET position = 3" + where +
                                 " AND position = -1");
-  BOOST_REQUIRE(!swapped.empty());
-  BOOST_TEST(swapped[0].position == 2);
+  BOOST_TEST_REQUIRE(problems(swapped) == names({"out_of_order@2", "out_of_order@3"}));
   BOOST_TEST(swapped[0].event_id == event_at(3)); // the row now at 2 is the old row 3
+  BOOST_TEST(swapped[1].event_id == event_at(2));
 
-  auto truncated =
-    findings_after("DELETE FROM audit_log" + where + " AND position = " + std::to_string(last));
-  BOOST_REQUIRE(truncated.size() == 1u);
-  BOOST_TEST(truncated[0].problem == "truncated");
-  BOOST_TEST(truncated[0].position == last);
+  auto truncated = findings_after("DELETE FROM audit_log" + where +
+                                  " AND position >= " + std::to_string(last - 1));
+  BOOST_TEST_REQUIRE(problems(truncated) == names{"truncated_tail@" + std::to_string(last - 1)});
+
+  // The tail deleted and the head moved back to match: the stored log is consistent again,
+  // and only the log itself, through a rebuild, shows what is gone.
+  auto before_last = stored_row(last - 1);
+  query("DELETE FROM audit_log" + where + " AND position = " + std::to_string(last) +
+        "; UPDATE audit_chain_heads SET position = " + std::to_string(last - 1) +
+        ", hash = decode('" + before_last.hash + "', 'hex')" + where);
+  {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_TEST(verify_audit_log(tx).empty());
+  }
+  auto report = rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild");
+  std::multiset<std::string> seen;
+  for (const auto& d : report.differences)
+    seen.insert(d.table + "/" + d.side);
+  BOOST_TEST((seen == std::multiset<std::string>{"audit_log/rebuild", "audit_chain_heads/live",
+                                                 "audit_chain_heads/rebuild"}));
 }
 
 BOOST_FIXTURE_TEST_CASE(rebuild_from_offset_zero_matches_live_and_reports_differences, fixture) {
@@ -297,6 +406,141 @@ BOOST_FIXTURE_TEST_CASE(rebuild_from_offset_zero_matches_live_and_reports_differ
     seen.insert(d.table + "/" + d.side);
   BOOST_TEST((seen == std::multiset<std::string>{"billing_hourly/live", "billing_hourly/rebuild",
                                                  "sandboxes/rebuild"}));
+}
+
+// rebuild_and_compare reads the live offsets and rows in the snapshot it compares in, so a
+// projector committing all the while is never a difference; a row changed in SQL still is.
+BOOST_FIXTURE_TEST_CASE(rebuild_compares_in_one_snapshot_while_a_projector_applies, fixture) {
+  const auto stream = test::mixed_stream(2000, 5, t0_ns); // more than the test needs
+  apply_migrations(conn, schema);
+  projector live(*log, conninfo, options()); // small batches: a commit every few ms
+  live.start();
+  std::atomic<bool> stop{false};
+  std::atomic<std::size_t> appended{0};
+  std::thread producer([&] {
+    for (std::size_t i = 0; i < stream.size() && !stop; i += 10) {
+      std::vector<events::event> part(
+        stream.begin() + static_cast<std::ptrdiff_t>(i),
+        stream.begin() + static_cast<std::ptrdiff_t>(std::min(stream.size(), i + 10)));
+      test::append_all(*log, part);
+      appended += part.size();
+      std::this_thread::sleep_for(5ms);
+    }
+  });
+  auto live_offsets = [&] {
+    return as_i64(query("SELECT coalesce(sum(next_offset), 0) FROM projection_offsets")[0][0]);
+  };
+  auto compared_at = [](const rebuild_report& r) {
+    std::int64_t sum = 0;
+    for (auto [p, o] : r.offsets)
+      sum += o;
+    return sum;
+  };
+  // Compares until `rounds` of them ran while the live projection moved on, each expecting
+  // `expected` differences.
+  auto compare_while_applying = [&](int rounds, const std::multiset<std::string>& expected) {
+    int overtaken = 0;
+    int compares = 0;
+    auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (overtaken < rounds && std::chrono::steady_clock::now() < deadline) {
+      auto r = rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild");
+      auto after = live_offsets();
+      ++compares;
+      if (after > compared_at(r))
+        ++overtaken; // the live projection committed while this comparison ran
+      std::multiset<std::string> seen;
+      for (const auto& d : r.differences) {
+        seen.insert(d.table + "/" + d.side);
+        BOOST_TEST_MESSAGE(d.table << " only in " << d.side << ": " << d.row);
+      }
+      BOOST_TEST((seen == expected), "comparison " << compares << " at " << compared_at(r)
+                                                   << " records, live at " << after);
+    }
+    BOOST_TEST_MESSAGE(compares << " comparisons, " << overtaken << " overtaken by the projector");
+    BOOST_TEST_REQUIRE(overtaken == rounds);
+  };
+  compare_while_applying(3, {});
+
+  // A real difference, in a row the projector never writes again (audit rows are appended).
+  query("UPDATE audit_log SET detail = 'nothing to see' WHERE (tenant, partition, position) ="
+        " (SELECT tenant, partition, 1 FROM audit_log ORDER BY tenant, partition LIMIT 1)");
+  compare_while_applying(2, {"audit_log/live", "audit_log/rebuild"});
+  BOOST_TEST(appended < stream.size()); // the stream was still coming
+
+  stop = true;
+  producer.join();
+  live.stop();
+}
+
+// A payload of a newer version (`unknown`) changes no sandbox state and no meter, keeps its
+// place in its sandbox's sequence (the event after it is no gap, a second delivery is a
+// duplicate) and is recorded in the audit chain by its envelope; the same whatever the batch
+// boundaries, and the same in a rebuild.
+BOOST_FIXTURE_TEST_CASE(a_payload_of_a_newer_version_is_skipped_alike_by_every_read_model,
+                        fixture) {
+  sandbox_events a("sb-a", "acme", t0_ns);
+  a.created(1024).started().after(20min).add(events::unknown{40}, "system");
+  a.after(10min).add(events::unknown{41});
+  sandbox_events b("sb-b", "acme", t0_ns); // its history starts with a newer kind
+  b.add(events::unknown{42}).started();
+  test::append_all(*log, a.events());
+  test::append_all(*log, b.events());
+  project();
+  auto row =
+    query("SELECT state, last_seq, updated_at = to_timestamp(" +
+          std::to_string((t0_ms + 30 * minute_ms) / 1000) + ") FROM sandboxes WHERE id = 'sb-a'");
+  BOOST_TEST_REQUIRE(row.size() == 1u);
+  BOOST_TEST(row[0][0].as<std::string>() == "running"); // as `started` left it
+  BOOST_TEST(as_i64(row[0][1]) == 4);
+  BOOST_TEST(row[0][2].as<bool>()); // every event moves updated_at
+  BOOST_TEST(as_i64(query("SELECT count(*) FROM sandboxes WHERE id = 'sb-b'")[0][0]) == 0);
+  BOOST_TEST(as_i64(query("SELECT last_seq FROM projection_sandbox_seq"
+                          " WHERE sandbox_id = 'sb-b'")[0][0]) == 2);
+  auto meter = query("SELECT compute_open_seq, compute_open_ms FROM billing_meter_state"
+                     " WHERE sandbox_id = 'sb-a'");
+  BOOST_TEST(as_i64(meter[0][0]) == 2); // still the interval `started` opened
+  BOOST_TEST(as_i64(meter[0][1]) == t0_ms);
+
+  // The rest of sb-a: its sequence goes on after the unknown ones; the compute interval
+  // closes at pause_requested, 1 h after `started`.
+  a.after(30min).pause(events::pause_mode::filesystem, 2 * gib);
+  a.after(1h).add(events::unknown{40}, "system").after(1h).remove();
+  test::append_all(*log, {a.events().begin() + 4, a.events().end()});
+  test::append_all(*log, {a.events()[2]}); // an unknown one delivered again
+  projector p(*log, conninfo, options());
+  p.catch_up();
+  BOOST_TEST(p.status().applied == a.events().size() - 4);
+  BOOST_TEST(p.status().duplicates == 1u);
+  BOOST_TEST(query("SELECT state FROM sandboxes WHERE id = 'sb-a'")[0][0].as<std::string>() ==
+             "deleted");
+  auto usage = query("SELECT sum(compute_byte_ms), sum(storage_byte_ms) FROM billing_hourly"
+                     " WHERE sandbox_id = 'sb-a'");
+  BOOST_TEST(as_i64(usage[0][0]) == 1 * gib * ms_per_hour);     // 1 GiB × 1 h
+  BOOST_TEST(as_i64(usage[0][1]) == 2 * gib * 2 * ms_per_hour); // 2 GiB paused → deleted
+
+  auto audit = query("SELECT event_id, action, outcome, detail, principal FROM audit_log"
+                     " WHERE action = 'unknown' ORDER BY event_id");
+  BOOST_TEST_REQUIRE(audit.size() == 4u);
+  BOOST_TEST(audit[0][0].as<std::string>() == "sb-a:3");
+  BOOST_TEST(audit[0][2].as<std::string>() == "unknown");
+  BOOST_TEST(audit[0][3].as<std::string>() == "payload ordinal 40");
+  BOOST_TEST(audit[0][4].as<std::string>() == "system");
+  BOOST_TEST(audit[3][0].as<std::string>() == "sb-b:1");
+  BOOST_TEST(audit[3][3].as<std::string>() == "payload ordinal 42");
+  {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_TEST(verify_audit_log(tx).empty());
+  }
+
+  // One event per batch into another schema, and a rebuild: the same rows.
+  auto one_by_one = options();
+  one_by_one.schema = schema + "_one";
+  one_by_one.max_batch = 1;
+  projector q(*log, conninfo, one_by_one);
+  q.catch_up();
+  BOOST_TEST(compare_schemas(conninfo, schema, one_by_one.schema).differences.empty());
+  BOOST_TEST(rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild").differences.empty());
 }
 
 BOOST_FIXTURE_TEST_CASE(projector_reports_lag_per_partition, fixture) {
@@ -345,7 +589,7 @@ BOOST_FIXTURE_TEST_CASE(two_projectors_of_one_projection_apply_each_event_once, 
   BOOST_TEST(report.differences.empty());
 }
 
-// Each projector remembers the guard, meter state and chain heads it wrote (projection_memory)
+// Each projector remembers the guard, meter state and chain heads it wrote (read_model.hpp)
 // and trusts that memory only while the offsets it locks are the ones it committed. Two
 // projectors of one projection taking turns never lock their own offsets again, so each step
 // must read back what the other one wrote; a projector that trusted its stale memory would
@@ -371,3 +615,5 @@ BOOST_FIXTURE_TEST_CASE(projectors_taking_turns_read_back_what_the_other_wrote, 
   tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
   BOOST_TEST(verify_audit_log(tx).empty());
 }
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -3,9 +3,12 @@
 // starts once per test run; fault tests start a private one they may stop and kill.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <string>
 #include <sys/types.h>
+#include <utility>
+#include <vector>
 
 namespace sandboxd::test {
 
@@ -40,9 +43,15 @@ private:
   std::unique_ptr<guardian> guardian_;
 };
 
-// Creates a topic through librdkafka's admin API and waits until it exists.
-// Throws std::runtime_error naming the topic and the broker's error.
+// Creates a topic through librdkafka's admin API, with these topic configs, and waits until
+// it exists. Throws std::runtime_error naming the topic and the broker's error.
 void create_topic(const std::string& bootstrap, const std::string& topic, int partitions,
-                  int replication_factor = 1);
+                  int replication_factor = 1,
+                  const std::vector<std::pair<std::string, std::string>>& configs = {});
+
+// The configs of a topic as the broker describes them (DescribeConfigs), by name.
+// Throws std::runtime_error naming the topic and the broker's error.
+std::map<std::string, std::string> topic_configs(const std::string& bootstrap,
+                                                 const std::string& topic);
 
 } // namespace sandboxd::test

@@ -57,6 +57,10 @@ void kafka_mock_cluster::broker_up(int32_t broker_id) {
   check(rd_kafka_mock_broker_set_up(cluster_, broker_id), "broker up");
 }
 
+void kafka_mock_cluster::set_rtt(int32_t broker_id, int rtt_ms) {
+  check(rd_kafka_mock_broker_set_rtt(cluster_, broker_id, rtt_ms), "set rtt");
+}
+
 void kafka_mock_cluster::set_leader(const std::string& topic, int32_t partition,
                                     int32_t broker_id) {
   check(rd_kafka_mock_partition_set_leader(cluster_, topic.c_str(), partition, broker_id),

@@ -27,6 +27,9 @@ public:
   // Broker ids are 1..brokers().
   void broker_down(int32_t broker_id);
   void broker_up(int32_t broker_id);
+  // Every answer of the broker is held back this long (librdkafka's mock applies it to the
+  // responses: a produce request is stored at once and acknowledged `rtt_ms` later).
+  void set_rtt(int32_t broker_id, int rtt_ms);
   // The leader broker of a partition.
   void set_leader(const std::string& topic, int32_t partition, int32_t broker_id);
   // The next requests of `api_key` (RD_KAFKAP_*, e.g. 0 = Produce) fail with these

@@ -1,4 +1,4 @@
-// codec.cpp — event <-> Cap'n Proto `Event` record (schemas/events.capnp).
+// codec_encode.cpp — event -> Cap'n Proto `Event` record (schemas/events.capnp).
 //
 // A record is one unpacked Cap'n Proto message in the standard stream framing: a segment
 // table (segment count - 1, then each segment's size in words, as little-endian uint32,
@@ -10,9 +10,7 @@
 
 #include <capnp/message.h>
 #include <capnp/serialize.h>
-#include <kj/exception.h>
 
-#include <algorithm>
 #include <bit>
 #include <cstring>
 #include <stdexcept>
@@ -22,8 +20,6 @@ namespace sandboxd::events {
 namespace {
 
 namespace s = sandboxd::schema;
-
-// --- encode ---------------------------------------------------------------------------------
 
 capnp::Text::Reader text(const std::string& v) {
   return {v.data(), v.size()};
@@ -40,6 +36,37 @@ void put_timeouts(s::Timeouts::Builder b, const sandbox_timeouts& t) {
   b.setIdlePauseMode(as<s::PauseMode>(t.idle_pause_mode));
   b.setMaxLifetimeNs(t.max_lifetime.count());
   b.setPausedRetentionNs(t.paused_retention.count());
+  b.setTimeoutNs(t.timeout.count());
+}
+
+capnp::Data::Reader data(const sha256_digest& d) {
+  return {d.data(), d.size()};
+}
+
+// An optional digest: absent is an empty Data field.
+template <class Setter>
+void put_digest(const std::optional<sha256_digest>& d, Setter set) {
+  if (d)
+    set(data(*d));
+}
+
+void put_env(capnp::List<s::EnvVar>::Builder b, const std::vector<env_var>& env) {
+  for (unsigned i = 0; i < env.size(); ++i) {
+    b[i].setName(text(env[i].name));
+    b[i].setValue(text(env[i].value));
+    b[i].setSecret(env[i].secret);
+    if (env[i].value_sha256)
+      b[i].setValueSha256(data(*env[i].value_sha256));
+  }
+}
+
+// The error of a failed operation: its code and message, or nothing (code none).
+template <class Builder>
+void put_failure(Builder b, const std::optional<error>& f) {
+  if (!f)
+    return;
+  b.setErrorCode(as<s::ErrorCode>(f->code));
+  b.setErrorMessage(text(f->message));
 }
 
 void put_texts(capnp::List<capnp::Text>::Builder b, const std::vector<std::string>& v) {
@@ -75,6 +102,8 @@ struct payload_writer {
     }
     c.setRuntime(as<s::RuntimeKind>(p.runtime));
     c.setClientRequestId(text(p.client_request_id));
+    if (!p.env.empty())
+      put_env(c.initEnv(p.env.size()), p.env);
   }
   void operator()(const started&) const { b.initStarted(); }
   void operator()(const pause_requested& p) const {
@@ -104,6 +133,12 @@ struct payload_writer {
     put_texts(c.initArgv(p.argv.size()), p.argv);
     c.setWorkingDirectory(text(p.working_directory));
     c.setTimeoutNs(p.timeout.count());
+    if (!p.env.empty())
+      put_env(c.initEnv(p.env.size()), p.env);
+    c.setStdinBytes(p.stdin_bytes);
+    put_digest(p.stdin_sha256, [&](auto d) { c.setStdinSha256(d); });
+    c.setMaxOutputBytes(p.max_output_bytes);
+    c.setBackground(p.background);
   }
   void operator()(const exec_finished& p) const {
     auto c = b.initExecFinished();
@@ -114,6 +149,12 @@ struct payload_writer {
     c.setStdoutBytes(p.stdout_bytes);
     c.setStderrBytes(p.stderr_bytes);
     c.setTimedOut(p.timed_out);
+    c.setOomKilled(p.oom_killed);
+    c.setOutputTruncated(p.output_truncated);
+    put_digest(p.stdout_sha256, [&](auto d) { c.setStdoutSha256(d); });
+    put_digest(p.stderr_sha256, [&](auto d) { c.setStderrSha256(d); });
+    c.setOutcome(as<s::OpOutcome>(p.outcome));
+    put_failure(c, p.failure);
   }
   void operator()(const file_written& p) const {
     auto c = b.initFileWritten();
@@ -125,6 +166,35 @@ struct payload_writer {
     auto c = b.initFileRead();
     c.setPath(text(p.path));
     c.setBytes(p.bytes);
+    c.setKind(as<s::FileReadKind>(p.kind));
+    put_failure(c, p.failure);
+    put_digest(p.sha256, [&](auto d) { c.setSha256(d); });
+    c.setEntries(p.entries);
+  }
+  void operator()(const file_op_requested& p) const {
+    auto c = b.initFileOpRequested();
+    c.setOpId(text(p.op_id));
+    c.setKind(as<s::FileOpKind>(p.kind));
+    c.setPath(text(p.path));
+    c.setToPath(text(p.to_path));
+    c.setRecursive(p.recursive);
+    c.setMode(p.mode);
+    c.setBytes(p.bytes);
+    put_digest(p.sha256, [&](auto d) { c.setSha256(d); });
+  }
+  void operator()(const file_op_finished& p) const {
+    auto c = b.initFileOpFinished();
+    c.setOpId(text(p.op_id));
+    c.setKind(as<s::FileOpKind>(p.kind));
+    c.setOutcome(as<s::OpOutcome>(p.outcome));
+    put_failure(c, p.failure);
+    c.setBytes(p.bytes);
+    put_digest(p.sha256, [&](auto d) { c.setSha256(d); });
+  }
+  void operator()(const exec_kill_requested& p) const {
+    auto c = b.initExecKillRequested();
+    c.setExecId(text(p.exec_id));
+    c.setSignal(p.signal);
   }
   void operator()(const storage_sampled& p) const {
     b.initStorageSampled().setWritableLayerBytes(p.writable_layer_bytes);
@@ -149,137 +219,6 @@ struct payload_writer {
 // output. MallocMessageBuilder zeroes what it used when it is destroyed, ready for reuse.
 constexpr std::size_t k_scratch_words = 1024;
 thread_local capnp::word t_scratch[k_scratch_words];
-
-// --- decode ---------------------------------------------------------------------------------
-
-// Traversal limit per word of input: a well-formed record is read about once; the margin
-// covers zero-sized list elements, which Cap'n Proto charges as one word each.
-constexpr std::uint64_t k_traversal_words_per_word = 4;
-constexpr std::uint64_t k_traversal_words_min = 64;
-// Our schema nests Event > Created > NetworkPolicy > List > Text: five levels.
-constexpr int k_nesting_limit = 8;
-
-// A fault in the bytes, reported as the decode error.
-struct bad_record {
-  std::string what;
-};
-
-std::string str(capnp::Text::Reader r) {
-  return std::string(r.begin(), r.size());
-}
-
-template <class To, class From>
-To open_enum(From v) {
-  return static_cast<To>(static_cast<std::uint16_t>(v));
-}
-
-sandbox_timeouts get_timeouts(s::Timeouts::Reader r) {
-  sandbox_timeouts t;
-  t.idle_timeout = nanoseconds(r.getIdleTimeoutNs());
-  t.on_idle = open_enum<idle_action>(r.getIdleAction());
-  t.idle_pause_mode = open_enum<pause_mode>(r.getIdlePauseMode());
-  t.max_lifetime = nanoseconds(r.getMaxLifetimeNs());
-  t.paused_retention = nanoseconds(r.getPausedRetentionNs());
-  return t;
-}
-
-std::vector<std::string> get_texts(capnp::List<capnp::Text>::Reader l) {
-  std::vector<std::string> v;
-  v.reserve(l.size());
-  for (auto t : l)
-    v.push_back(str(t));
-  return v;
-}
-
-payload read_payload(s::Event::Payload::Reader r) {
-  using W = s::Event::Payload;
-  switch (r.which()) {
-  case W::CREATED: {
-    auto c = r.getCreated();
-    created p;
-    p.template_name = str(c.getTemplate());
-    auto l = c.getLimits();
-    p.limits = {l.getMemoryMib(), l.getCpuMillicores(), l.getPids(), l.getDiskMib()};
-    p.timeouts = get_timeouts(c.getTimeouts());
-    auto n = c.getNetwork();
-    p.network.mode = open_enum<network_mode>(n.getMode());
-    p.network.allowed_hosts = get_texts(n.getAllowedHosts());
-    auto ls = c.getLabels();
-    p.labels.reserve(ls.size());
-    for (auto lb : ls)
-      p.labels.push_back({str(lb.getKey()), str(lb.getValue())});
-    p.runtime = open_enum<runtime_kind>(c.getRuntime());
-    p.client_request_id = str(c.getClientRequestId());
-    return p;
-  }
-  case W::STARTED:
-    return started{};
-  case W::PAUSE_REQUESTED: {
-    auto c = r.getPauseRequested();
-    return pause_requested{open_enum<pause_mode>(c.getMode()),
-                           open_enum<pause_reason>(c.getReason())};
-  }
-  case W::PAUSED: {
-    auto c = r.getPaused();
-    return paused{open_enum<pause_mode>(c.getMode()), c.getWritableLayerBytes()};
-  }
-  case W::RESUME_REQUESTED:
-    return resume_requested{};
-  case W::RESUMED:
-    return resumed{};
-  case W::DELETE_REQUESTED:
-    return delete_requested{open_enum<delete_reason>(r.getDeleteRequested().getReason())};
-  case W::DELETED:
-    return deleted{};
-  case W::FAILED: {
-    auto c = r.getFailed();
-    return failed{open_enum<runtime_step>(c.getStep()), str(c.getReason())};
-  }
-  case W::EXEC_STARTED: {
-    auto c = r.getExecStarted();
-    return exec_started{str(c.getExecId()), get_texts(c.getArgv()), str(c.getWorkingDirectory()),
-                        nanoseconds(c.getTimeoutNs())};
-  }
-  case W::EXEC_FINISHED: {
-    auto c = r.getExecFinished();
-    return exec_finished{
-      str(c.getExecId()), c.getExitCode(),    c.getSignal(),  nanoseconds(c.getDurationNs()),
-      c.getStdoutBytes(), c.getStderrBytes(), c.getTimedOut()};
-  }
-  case W::FILE_WRITTEN: {
-    auto c = r.getFileWritten();
-    file_written p{str(c.getPath()), c.getBytes(), {}};
-    auto d = c.getSha256();
-    if (d.size() != p.sha256.size())
-      throw bad_record{"fileWritten.sha256 has " + std::to_string(d.size()) + " bytes, not 32"};
-    std::copy(d.begin(), d.end(), p.sha256.begin());
-    return p;
-  }
-  case W::FILE_READ: {
-    auto c = r.getFileRead();
-    return file_read{str(c.getPath()), c.getBytes()};
-  }
-  case W::STORAGE_SAMPLED:
-    return storage_sampled{r.getStorageSampled().getWritableLayerBytes()};
-  case W::SNAPSHOT_TAKEN: {
-    auto c = r.getSnapshotTaken();
-    return snapshot_taken{str(c.getSnapshotId()), c.getWritableLayerBytes()};
-  }
-  case W::TIMEOUT_CHANGED:
-    return timeout_changed{get_timeouts(r.getTimeoutChanged().getTimeouts())};
-  case W::COMMAND_REJECTED: {
-    auto c = r.getCommandRejected();
-    return command_rejected{open_enum<command_kind>(c.getCommand()), open_enum<errc>(c.getCode()),
-                            str(c.getMessage())};
-  }
-  }
-  return unknown{static_cast<std::uint16_t>(r.which())};
-}
-
-decoded invalid(std::string why) {
-  return decoded{make_error(errc::invalid_argument, "record is not a sandboxd Event (" + why +
-                                                      "); skip it and report the log position")};
-}
 
 } // namespace
 
@@ -331,51 +270,6 @@ std::string encode(const event& e) {
   std::string out;
   encode_to(e, out);
   return out;
-}
-
-decoded decode(const void* data, std::size_t size) {
-  if (size < sizeof(capnp::word) || size % sizeof(capnp::word) != 0)
-    return invalid("size " + std::to_string(size) + " is not a positive multiple of 8");
-  const std::size_t n_words = size / sizeof(capnp::word);
-
-  // Cap'n Proto reads words in place, so unaligned input is copied to an aligned buffer.
-  thread_local std::vector<capnp::word> aligned;
-  const capnp::word* words = static_cast<const capnp::word*>(data);
-  if (reinterpret_cast<std::uintptr_t>(data) % alignof(capnp::word) != 0) {
-    aligned.resize(n_words);
-    std::memcpy(aligned.data(), data, size);
-    words = aligned.data();
-  }
-
-  capnp::ReaderOptions options;
-  options.traversalLimitInWords =
-    std::max<std::uint64_t>(k_traversal_words_min, n_words * k_traversal_words_per_word);
-  options.nestingLimit = k_nesting_limit;
-  try {
-    capnp::FlatArrayMessageReader reader(kj::arrayPtr(words, n_words), options);
-    if (reader.getEnd() != words + n_words)
-      return invalid("bytes follow the message");
-    auto r = reader.getRoot<s::Event>();
-    event e;
-    e.event_id = str(r.getEventId());
-    e.sandbox_id = str(r.getSandboxId());
-    e.sequence = r.getSequence();
-    e.tenant = str(r.getTenant());
-    e.principal = str(r.getPrincipal());
-    e.occurred_at = time_point(nanoseconds(r.getOccurredAtNs()));
-    e.correlation_id = str(r.getCorrelationId());
-    e.causation_id = str(r.getCausationId());
-    if (e.sandbox_id.empty())
-      return invalid("no sandbox id");
-    if (e.sequence == 0)
-      return invalid("sequence 0; sequences start at 1");
-    e.body = read_payload(r.getPayload());
-    return decoded{std::move(e)};
-  } catch (const kj::Exception& ex) {
-    return invalid(std::string(ex.getDescription().cStr()));
-  } catch (const bad_record& ex) {
-    return invalid(ex.what);
-  }
 }
 
 } // namespace sandboxd::events

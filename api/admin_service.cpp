@@ -1,0 +1,156 @@
+// admin_service — the Admin capability (scope "admin"): bills, the audit log and its
+// verification from the read models, and the tail of the whole event stream.
+#include "api/service_context.hpp"
+
+namespace sandboxd::api {
+namespace {
+
+class admin final : public rpc::Admin::Server {
+public:
+  admin(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn, identity who)
+      : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
+
+  kj::Promise<void> bill(BillContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("bill");
+      auto p = context.getParams();
+      const auto by = p.getBy() == rpc::BillGrouping::HOUR  ? bill_grouping::hour
+                      : p.getBy() == rpc::BillGrouping::DAY ? bill_grouping::day
+                                                            : bill_grouping::sandbox;
+      return ctx_
+        ->on_worker<result<bill_report>>([store, tenant = std::string(p.getTenant().cStr()),
+                                          from = p.getFromNs(), to = p.getToNs(),
+                                          by] { return store->bill(tenant, from, to, by); })
+        .then([context](std::shared_ptr<result<bill_report>> r) mutable {
+          auto b = take(std::move(*r));
+          auto out = context.getResults().initReport();
+          auto lines = out.initLines(static_cast<unsigned>(b.lines.size()));
+          for (unsigned i = 0; i < b.lines.size(); ++i) {
+            const auto& l = b.lines[i];
+            auto o = lines[i];
+            o.setTenant(l.tenant);
+            o.setSandboxId(l.sandbox_id);
+            o.setFromNs(l.from_ns);
+            o.setToNs(l.to_ns);
+            o.setComputeGibSeconds(l.compute_gib_seconds);
+            o.setStorageGibSeconds(l.storage_gib_seconds);
+            o.setComputeMicros(l.compute_micros);
+            o.setStorageMicros(l.storage_micros);
+            auto ids = o.initEvents(static_cast<unsigned>(l.event_ids.size()));
+            for (unsigned j = 0; j < l.event_ids.size(); ++j)
+              ids.set(j, l.event_ids[j]);
+          }
+          out.setTotalComputeMicros(b.total_compute_micros);
+          out.setTotalStorageMicros(b.total_storage_micros);
+          out.setTotalMicros(b.total_micros);
+        });
+    });
+  }
+
+  kj::Promise<void> audit(AuditContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("audit");
+      auto p = context.getParams().getQuery();
+      audit_query q;
+      q.tenant = p.getTenant().cStr();
+      q.sandbox_id = p.getSandboxId().cStr();
+      q.from_ns = p.getFromNs();
+      q.to_ns = p.getToNs();
+      q.page_token = p.getPageToken().cStr();
+      q.limit = p.getLimit();
+      return ctx_
+        ->on_worker<result<audit_page>>([store, q = std::move(q)] { return store->audit(q); })
+        .then([context](std::shared_ptr<result<audit_page>> r) mutable {
+          auto page = take(std::move(*r));
+          auto results = context.getResults();
+          auto rows = results.initRows(static_cast<unsigned>(page.rows.size()));
+          for (unsigned i = 0; i < page.rows.size(); ++i) {
+            const auto& e = page.rows[i];
+            auto o = rows[i];
+            o.setTenant(e.tenant);
+            o.setPartition(e.partition);
+            o.setPosition(e.position);
+            o.setEventId(e.event_id);
+            o.setSandboxId(e.sandbox_id);
+            o.setOccurredAtNs(e.occurred_at_ns);
+            o.setPrincipal(e.principal);
+            o.setAction(e.action);
+            o.setOutcome(e.outcome);
+            o.setDetail(e.detail);
+            o.setHash(
+              kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.hash.data()), e.hash.size()));
+          }
+          results.setNextPageToken(page.next_page_token);
+        });
+    });
+  }
+
+  kj::Promise<void> auditVerify(AuditVerifyContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("auditVerify");
+      return ctx_
+        ->on_worker<result<audit_check>>(
+          [store, tenant = std::string(context.getParams().getTenant().cStr())] {
+            return store->verify(tenant);
+          })
+        .then([context](std::shared_ptr<result<audit_check>> r) mutable {
+          auto c = take(std::move(*r));
+          auto results = context.getResults();
+          results.setOk(c.problems.empty());
+          results.setCheckedRows(c.checked_rows);
+          auto out = results.initProblems(static_cast<unsigned>(c.problems.size()));
+          for (unsigned i = 0; i < c.problems.size(); ++i) {
+            const auto& p = c.problems[i];
+            out[i].setTenant(p.tenant);
+            out[i].setPartition(p.partition);
+            out[i].setPosition(p.position);
+            out[i].setEventId(p.event_id);
+            out[i].setKind(p.kind);
+            out[i].setMessage(p.message);
+          }
+        });
+    });
+  }
+
+  kj::Promise<void> tail(TailContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto p = context.getParams();
+      std::map<std::int32_t, std::int64_t> from;
+      for (auto po : p.getFrom()) {
+        if (po.getPartition() < 0 || po.getPartition() >= ctx_->log->partitions() ||
+            po.getOffset() < 0)
+          throw_error(errc::invalid_argument, "partition " + std::to_string(po.getPartition()) +
+                                                " offset " + std::to_string(po.getOffset()) +
+                                                " is not in the log (partitions 0.." +
+                                                std::to_string(ctx_->log->partitions() - 1) +
+                                                ", offsets from 0); fix the start position");
+        from[po.getPartition()] = po.getOffset();
+      }
+      context.getResults().setHandle(
+        start_tail(ctx_, conn_, std::move(from), p.getFollow(), p.getSink()));
+      return kj::Promise<void>(kj::READY_NOW);
+    });
+  }
+
+private:
+  read_store* need_store(const char* call) {
+    if (!ctx_->store)
+      throw_error(errc::unavailable, std::string(call) +
+                                       " is served from the read models and this sandboxd has "
+                                       "none; start it with PostgreSQL");
+    return ctx_->store;
+  }
+
+  std::shared_ptr<service_context> ctx_;
+  std::shared_ptr<connection_state> conn_;
+  identity who_;
+};
+
+} // namespace
+
+rpc::Admin::Client make_admin(std::shared_ptr<service_context> ctx,
+                              std::shared_ptr<connection_state> conn, identity who) {
+  return kj::heap<admin>(std::move(ctx), std::move(conn), std::move(who));
+}
+
+} // namespace sandboxd::api

@@ -1,0 +1,496 @@
+#include "api/client.hpp"
+
+#include "api/address.hpp"
+#include "api/buffered_stream.hpp"
+#include "api/convert.hpp"
+#include "api/rpc_error.hpp"
+#include "schemas/api.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/rpc-twoparty.h>
+#include <capnp/serialize.h>
+#include <kj/async-io.h>
+#include <kj/compat/tls.h>
+
+#include <fstream>
+#include <sstream>
+
+namespace sandboxd::api {
+namespace {
+
+template <class T, class F>
+result<T> guarded(F&& f) {
+  try {
+    if constexpr (std::is_void_v<T>) {
+      f();
+      return {};
+    } else {
+      return f();
+    }
+  } catch (const kj::Exception& e) {
+    return from_exception(e);
+  }
+}
+
+void set_limits(schema::Limits::Builder b, const events::sandbox_limits& l) {
+  b.setMemoryMib(l.memory_mib);
+  b.setCpuMillicores(l.cpu_millicores);
+  b.setPids(l.pids);
+  b.setDiskMib(l.disk_mib);
+}
+
+events::sandbox_limits limits_of(schema::Limits::Reader r) {
+  return {r.getMemoryMib(), r.getCpuMillicores(), r.getPids(), r.getDiskMib()};
+}
+
+std::vector<events::label> labels_of(capnp::List<schema::Label>::Reader r) {
+  std::vector<events::label> out;
+  for (auto l : r)
+    out.push_back({l.getKey().cStr(), l.getValue().cStr()});
+  return out;
+}
+
+void set_labels(capnp::List<schema::Label>::Builder b, const std::vector<events::label>& labels) {
+  for (unsigned i = 0; i < labels.size(); ++i) {
+    b[i].setKey(labels[i].key);
+    b[i].setValue(labels[i].value);
+  }
+}
+
+void set_timeouts(rpc::TimeoutSettings::Builder b, const timeout_change& t) {
+  if (t.timeout)
+    b.initTimeout().setNs(t.timeout->count());
+  if (t.idle_timeout)
+    b.initIdleTimeout().setNs(t.idle_timeout->count());
+  if (t.lifetime)
+    b.initLifetime().setNs(t.lifetime->count());
+  if (t.paused_retention)
+    b.initPausedRetention().setNs(t.paused_retention->count());
+  if (t.on_idle) {
+    if (*t.on_idle)
+      b.initOnTimeout().setPause(**t.on_idle == events::pause_mode::memory
+                                   ? schema::PauseMode::MEMORY
+                                   : schema::PauseMode::FILESYSTEM);
+    else
+      b.initOnTimeout().setDelete();
+  }
+}
+
+sandbox_info info_of(rpc::SandboxInfo::Reader r) {
+  sandbox_info i;
+  i.id = r.getId().cStr();
+  i.state = std::string(name_of(r.getState()));
+  i.template_name = r.getTemplate().cStr();
+  i.runtime = r.getRuntime().cStr();
+  i.limits = limits_of(r.getLimits());
+  i.labels = labels_of(r.getLabels());
+  i.created_at_ns = r.getCreatedAtNs();
+  i.end_time_ns = r.getEndTimeNs();
+  i.pause_mode = r.getPauseMode() == schema::PauseMode::MEMORY ? events::pause_mode::memory
+                                                               : events::pause_mode::filesystem;
+  i.idle_timeout_ns = r.getIdleTimeoutNs();
+  i.lifetime_ns = r.getLifetimeNs();
+  i.paused_retention_ns = r.getPausedRetentionNs();
+  i.on_timeout = r.getOnTimeout().cStr();
+  i.writable_bytes = r.getWritableBytes();
+  i.failure = r.getFailure().cStr();
+  i.sequence = r.getSequence();
+  i.tenant = r.getTenant().cStr();
+  return i;
+}
+
+std::string read_text(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    throw std::runtime_error("cannot read " + path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+// The sink of a watch or tail: hands each event to the callback on the client's thread
+// until it says stop or the stream ends. The callback is cleared before the call returns,
+// so an event that arrives later is dropped.
+struct stream_state {
+  const event_callback* callback = nullptr;
+  kj::Own<kj::PromiseFulfiller<void>> done;
+  std::string reason;
+  bool finished = false;
+
+  void finish(std::string reason) {
+    if (finished)
+      return;
+    finished = true;
+    callback = nullptr;
+    this->reason = std::move(reason);
+    done->fulfill();
+  }
+};
+
+class event_sink final : public rpc::EventSink::Server {
+public:
+  explicit event_sink(std::shared_ptr<stream_state> s) : s_(std::move(s)) {}
+
+  kj::Promise<void> event(EventContext context) override {
+    if (!s_->callback)
+      return kj::READY_NOW;
+    auto p = context.getParams();
+    capnp::MallocMessageBuilder mb;
+    mb.setRoot(p.getEvent());
+    auto words = capnp::messageToFlatArray(mb);
+    auto bytes = words.asBytes();
+    auto d = events::decode(bytes.begin(), bytes.size());
+    if (!d.ok())
+      return kj::READY_NOW; // not an event this build can read
+    streamed_event e{std::move(d.get()), p.getPartition(), p.getOffset()};
+    if (!(*s_->callback)(e))
+      s_->finish("stopped");
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> end(EndContext context) override {
+    s_->finish(context.getParams().getReason().cStr());
+    return kj::READY_NOW;
+  }
+
+private:
+  std::shared_ptr<stream_state> s_;
+};
+
+} // namespace
+
+// The thread's kj event loop, shared by every client of the thread (kj allows one loop per
+// thread); it goes when the thread's last client does.
+struct thread_io {
+  kj::AsyncIoContext io = kj::setupAsyncIo();
+  static std::shared_ptr<thread_io> get() {
+    thread_local std::weak_ptr<thread_io> current;
+    auto io = current.lock();
+    if (!io) {
+      io = std::make_shared<thread_io>();
+      current = io;
+    }
+    return io;
+  }
+};
+
+struct client::impl {
+  std::shared_ptr<thread_io> loop = thread_io::get(); // first: outlives the rest
+  kj::AsyncIoContext& io = loop->io;
+  kj::Own<kj::TlsContext> tls;
+  kj::Own<kj::AsyncIoStream> stream;
+  kj::Own<capnp::TwoPartyVatNetwork> network;
+  kj::Own<capnp::RpcSystem<capnp::rpc::twoparty::VatId>> rpc;
+  kj::ForkedPromise<void> disconnected = nullptr;
+  rpc::Gateway::Client gateway = nullptr;
+  rpc::Session::Client session = nullptr;
+  kj::Maybe<rpc::Admin::Client> admin;
+  identity who;
+
+  kj::WaitScope& ws() { return io.waitScope; }
+
+  rpc::Sandbox::Client open(const std::string& id) {
+    auto req = session.openRequest();
+    req.setSandboxId(id);
+    return req.send().getSandbox(); // pipelined: no round trip of its own
+  }
+
+  rpc::Admin::Client admin_cap() {
+    KJ_IF_MAYBE (a, admin)
+      return *a;
+    auto a = session.adminRequest().send().getAdmin();
+    admin = a;
+    return a;
+  }
+
+  // Waits for the stream's end: the callback's stop, the server's end, or a lost connection.
+  std::string run_stream(stream_state& s, kj::Promise<void> done, rpc::Handle::Client handle) {
+    auto lost = disconnected.addBranch().then([]() {
+      kj::throwFatalException(KJ_EXCEPTION(DISCONNECTED, "the connection to sandboxd was lost"));
+    });
+    done.exclusiveJoin(kj::mv(lost)).wait(ws());
+    (void)handle; // dropped here: the server ends the stream
+    return s.reason;
+  }
+};
+
+client::client(std::unique_ptr<impl> m) : impl_(std::move(m)) {}
+client::~client() = default;
+client::client(client&&) noexcept = default;
+client& client::operator=(client&&) noexcept = default;
+
+result<client> client::connect(const client_options& options) {
+  auto where = parse_address(options.address);
+  if (!where)
+    return where.err();
+  auto m = std::make_unique<impl>();
+  auto r = guarded<void>([&] {
+    auto addr = m->io.provider->getNetwork().parseAddress(where->kj_form()).wait(m->ws());
+    m->stream = addr->connect().wait(m->ws());
+    if (where->type == address::kind::tcp && (options.tls || !where->loopback())) {
+      kj::TlsContext::Options o;
+      std::vector<kj::TlsCertificate> trusted;
+      if (!options.tls_trusted_file.empty()) {
+        trusted.emplace_back(read_text(options.tls_trusted_file).c_str());
+        o.useSystemTrustStore = false;
+        o.trustedCertificates = kj::arrayPtr(trusted.data(), trusted.size());
+      }
+      m->tls = kj::heap<kj::TlsContext>(kj::mv(o));
+      const auto name = options.tls_server_name.empty() ? where->host : options.tls_server_name;
+      m->stream = m->tls->wrapClient(kj::mv(m->stream), name).wait(m->ws());
+    }
+    m->stream = kj::heap<buffered_stream>(kj::mv(m->stream));
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
+    m->network =
+      kj::heap<capnp::TwoPartyVatNetwork>(*m->stream, capnp::rpc::twoparty::Side::CLIENT, ro);
+    m->rpc = kj::heap(capnp::makeRpcClient(*m->network));
+    m->disconnected = m->network->onDisconnect().fork();
+    capnp::word scratch[4]{};
+    capnp::MallocMessageBuilder vat(scratch);
+    auto server_id = vat.getRoot<capnp::rpc::twoparty::VatId>();
+    server_id.setSide(capnp::rpc::twoparty::Side::SERVER);
+    m->gateway = m->rpc->bootstrap(server_id).castAs<rpc::Gateway>();
+    auto req = m->gateway.authenticateRequest();
+    req.setToken(options.token);
+    auto resp = req.send().wait(m->ws());
+    m->session = resp.getSession();
+    auto id = resp.getIdentity();
+    m->who.tenant = id.getTenant().cStr();
+    m->who.principal = id.getPrincipal().cStr();
+    for (auto s : id.getScopes())
+      m->who.scopes.emplace_back(s.cStr());
+  });
+  if (!r)
+    return r.err();
+  return client(std::move(m));
+}
+
+const identity& client::who() const {
+  return impl_->who;
+}
+
+result<std::string> client::version() {
+  return guarded<std::string>([&] {
+    auto r = impl_->gateway.versionRequest().send().wait(impl_->ws());
+    return std::string(r.getVersion().cStr());
+  });
+}
+
+result<sandbox_info> client::create(const create_options& o) {
+  return guarded<sandbox_info>([&] {
+    auto req = impl_->session.createRequest();
+    auto r = req.initRequest();
+    r.setTemplate(o.template_name);
+    r.setRuntime(o.runtime);
+    set_limits(r.initLimits(), o.limits);
+    set_labels(r.initLabels(static_cast<unsigned>(o.labels.size())), o.labels);
+    api::set_timeouts(r.initTimeouts(), o.timeouts);
+    r.setClientRequestId(o.client_request_id);
+    return info_of(req.send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<sandbox_info> client::get(const std::string& sandbox_id) {
+  return guarded<sandbox_info>([&] {
+    auto req = impl_->session.getRequest();
+    req.setSandboxId(sandbox_id);
+    return info_of(req.send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<list_page> client::list(const list_filter& f) {
+  return guarded<list_page>([&] {
+    auto req = impl_->session.listRequest();
+    auto filter = req.initFilter();
+    auto states = filter.initStates(static_cast<unsigned>(f.states.size()));
+    for (unsigned i = 0; i < f.states.size(); ++i) {
+      auto s = state_of(f.states[i]);
+      if (!s)
+        throw_error(errc::invalid_argument, "'" + f.states[i] +
+                                              "' is not a sandbox state; use creating, running, "
+                                              "pausing, paused, resuming, deleting, deleted or "
+                                              "failed");
+      states.set(i, *s);
+    }
+    set_labels(filter.initLabels(static_cast<unsigned>(f.labels.size())), f.labels);
+    filter.setIncludeDeleted(f.include_deleted);
+    req.setPageToken(f.page_token);
+    req.setLimit(f.limit);
+    auto resp = req.send().wait(impl_->ws());
+    list_page page;
+    for (auto s : resp.getSandboxes()) {
+      sandbox_summary x;
+      x.id = s.getId().cStr();
+      x.state = std::string(name_of(s.getState()));
+      x.template_name = s.getTemplate().cStr();
+      x.limits = limits_of(s.getLimits());
+      x.labels = labels_of(s.getLabels());
+      const bool held = s.getState() == rpc::SandboxState::PAUSING ||
+                        s.getState() == rpc::SandboxState::PAUSED ||
+                        s.getState() == rpc::SandboxState::RESUMING;
+      x.pause_mode = !held                                           ? ""
+                     : s.getPauseMode() == schema::PauseMode::MEMORY ? "memory"
+                                                                     : "filesystem";
+      x.writable_bytes = s.getWritableBytes();
+      x.created_at_ns = s.getCreatedAtNs();
+      x.updated_at_ns = s.getUpdatedAtNs();
+      x.sequence = s.getSequence();
+      page.rows.push_back(std::move(x));
+    }
+    page.next_page_token = resp.getNextPageToken().cStr();
+    return page;
+  });
+}
+
+result<sandbox_info> client::pause(const std::string& sandbox_id, events::pause_mode mode) {
+  return guarded<sandbox_info>([&] {
+    auto req = impl_->open(sandbox_id).pauseRequest();
+    req.setMode(mode == events::pause_mode::memory ? schema::PauseMode::MEMORY
+                                                   : schema::PauseMode::FILESYSTEM);
+    return info_of(req.send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<sandbox_info> client::resume(const std::string& sandbox_id) {
+  return guarded<sandbox_info>([&] {
+    return info_of(impl_->open(sandbox_id).resumeRequest().send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<void> client::remove(const std::string& sandbox_id) {
+  return guarded<void>([&] { impl_->open(sandbox_id).deleteRequest().send().wait(impl_->ws()); });
+}
+
+result<sandbox_info> client::set_timeouts(const std::string& sandbox_id,
+                                          const timeout_change& change) {
+  return guarded<sandbox_info>([&] {
+    auto req = impl_->open(sandbox_id).setTimeoutsRequest();
+    api::set_timeouts(req.initTimeouts(), change);
+    return info_of(req.send().wait(impl_->ws()).getInfo());
+  });
+}
+
+result<std::string> client::watch(const std::string& sandbox_id, std::uint64_t from_sequence,
+                                  const event_callback& on_event) {
+  auto state = std::make_shared<stream_state>();
+  state->callback = &on_event;
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  state->done = kj::mv(paf.fulfiller);
+  auto r = guarded<std::string>([&] {
+    auto req = impl_->open(sandbox_id).watchRequest();
+    req.setFromSequence(from_sequence);
+    req.setSink(kj::heap<event_sink>(state));
+    auto handle = req.send().wait(impl_->ws()).getHandle();
+    return impl_->run_stream(*state, kj::mv(paf.promise), kj::mv(handle));
+  });
+  state->callback = nullptr;
+  return r;
+}
+
+result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns,
+                                 std::int64_t to_ns, bill_grouping by) {
+  return guarded<bill_report>([&] {
+    auto req = impl_->admin_cap().billRequest();
+    req.setTenant(tenant);
+    req.setFromNs(from_ns);
+    req.setToNs(to_ns);
+    req.setBy(by == bill_grouping::hour  ? rpc::BillGrouping::HOUR
+              : by == bill_grouping::day ? rpc::BillGrouping::DAY
+                                         : rpc::BillGrouping::SANDBOX);
+    auto r = req.send().wait(impl_->ws()).getReport();
+    bill_report b;
+    for (auto l : r.getLines()) {
+      bill_line x;
+      x.tenant = l.getTenant().cStr();
+      x.sandbox_id = l.getSandboxId().cStr();
+      x.from_ns = l.getFromNs();
+      x.to_ns = l.getToNs();
+      x.compute_gib_seconds = l.getComputeGibSeconds();
+      x.storage_gib_seconds = l.getStorageGibSeconds();
+      x.compute_micros = l.getComputeMicros();
+      x.storage_micros = l.getStorageMicros();
+      for (auto e : l.getEvents())
+        x.event_ids.emplace_back(e.cStr());
+      b.lines.push_back(std::move(x));
+    }
+    b.total_compute_micros = r.getTotalComputeMicros();
+    b.total_storage_micros = r.getTotalStorageMicros();
+    b.total_micros = r.getTotalMicros();
+    return b;
+  });
+}
+
+result<audit_page> client::audit(const audit_query& q) {
+  return guarded<audit_page>([&] {
+    auto req = impl_->admin_cap().auditRequest();
+    auto query = req.initQuery();
+    query.setTenant(q.tenant);
+    query.setSandboxId(q.sandbox_id);
+    query.setFromNs(q.from_ns);
+    query.setToNs(q.to_ns);
+    query.setPageToken(q.page_token);
+    query.setLimit(q.limit);
+    auto resp = req.send().wait(impl_->ws());
+    audit_page page;
+    for (auto r : resp.getRows()) {
+      audit_entry e;
+      e.tenant = r.getTenant().cStr();
+      e.partition = r.getPartition();
+      e.position = r.getPosition();
+      e.event_id = r.getEventId().cStr();
+      e.sandbox_id = r.getSandboxId().cStr();
+      e.occurred_at_ns = r.getOccurredAtNs();
+      e.principal = r.getPrincipal().cStr();
+      e.action = r.getAction().cStr();
+      e.outcome = r.getOutcome().cStr();
+      e.detail = r.getDetail().cStr();
+      auto h = r.getHash();
+      e.hash.assign(reinterpret_cast<const char*>(h.begin()), h.size());
+      page.rows.push_back(std::move(e));
+    }
+    page.next_page_token = resp.getNextPageToken().cStr();
+    return page;
+  });
+}
+
+result<audit_check> client::audit_verify(const std::string& tenant) {
+  return guarded<audit_check>([&] {
+    auto req = impl_->admin_cap().auditVerifyRequest();
+    req.setTenant(tenant);
+    auto resp = req.send().wait(impl_->ws());
+    audit_check c;
+    c.checked_rows = resp.getCheckedRows();
+    for (auto p : resp.getProblems())
+      c.problems.push_back(audit_problem{p.getTenant().cStr(), p.getPartition(), p.getPosition(),
+                                         p.getEventId().cStr(), p.getKind().cStr(),
+                                         p.getMessage().cStr()});
+    return c;
+  });
+}
+
+result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& from, bool follow,
+                                 const event_callback& on_event) {
+  auto state = std::make_shared<stream_state>();
+  state->callback = &on_event;
+  auto paf = kj::newPromiseAndFulfiller<void>();
+  state->done = kj::mv(paf.fulfiller);
+  auto r = guarded<std::string>([&] {
+    auto req = impl_->admin_cap().tailRequest();
+    auto list = req.initFrom(static_cast<unsigned>(from.size()));
+    unsigned i = 0;
+    for (const auto& [p, o] : from) {
+      list[i].setPartition(p);
+      list[i].setOffset(o);
+      ++i;
+    }
+    req.setFollow(follow);
+    req.setSink(kj::heap<event_sink>(state));
+    auto handle = req.send().wait(impl_->ws()).getHandle();
+    return impl_->run_stream(*state, kj::mv(paf.promise), kj::mv(handle));
+  });
+  state->callback = nullptr;
+  return r;
+}
+
+} // namespace sandboxd::api

@@ -1,0 +1,142 @@
+// client.hpp — the C++ client library of sandboxd's RPC API: a small synchronous facade over
+// the generated Cap'n Proto classes (schemas/api.capnp), for programs with a plain main()
+// (the CLI, tests, benchmarks).
+//
+//   auto c = sandboxd::api::client::connect({"unix:./var/sandboxd.sock", token});
+//   if (!c) { std::cerr << to_string(c.code()) << ": " << c.err().message << "\n"; return 1; }
+//   auto sb = c->create({});                    // result<sandbox_info>
+//   c->pause(sb->id, events::pause_mode::filesystem);
+//   c->watch(sb->id, 1, [](const streamed_event& e) { ...; return true; });
+//
+// Every call returns result<T>: the value, or the daemon's error code and message (parsed
+// from the Cap'n Proto exception, rpc_error.hpp). A lost connection is `unavailable`.
+// A client runs on its thread's kj event loop (made with the thread's first client, shared by
+// the thread's clients, gone with the last): use it from the thread that connected it, one
+// call at a time (calls block until answered; a watch or tail runs its callback on that
+// thread). A thread with a kj event loop of its own cannot also hold a client.
+#pragma once
+
+#include "api/authenticator.hpp"
+#include "api/records.hpp"
+#include "api/result.hpp"
+#include "events/event.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace sandboxd::api {
+
+struct client_options {
+  client_options() = default;
+  client_options(std::string address_, std::string token_)
+      : address(std::move(address_)), token(std::move(token_)) {}
+
+  std::string address; // "unix:PATH" or "tcp:HOST:PORT"
+  std::string token;
+  // TLS, used for TCP addresses that are not loopback (or always, with `tls`): the PEM file
+  // of the certificate(s) to trust, and the name to check the server's certificate for
+  // (default: the address's host).
+  bool tls = false;
+  std::string tls_trusted_file;
+  std::string tls_server_name;
+  std::size_t max_message_bytes = 16u << 20;
+};
+
+struct sandbox_info {
+  std::string id;
+  std::string state; // "running", ... (the read model's names)
+  std::string template_name;
+  std::string runtime;
+  events::sandbox_limits limits;
+  std::vector<events::label> labels;
+  std::int64_t created_at_ns = 0;
+  std::int64_t end_time_ns = 0; // 0: no end time
+  events::pause_mode pause_mode = events::pause_mode::filesystem;
+  std::int64_t idle_timeout_ns = 0;
+  std::int64_t lifetime_ns = 0;
+  std::int64_t paused_retention_ns = 0;
+  std::string on_timeout; // "delete" | "pause:filesystem" | "pause:memory"
+  std::uint64_t writable_bytes = 0;
+  std::string failure;
+  std::uint64_t sequence = 0;
+  std::string tenant;
+};
+
+// Timeout changes: an empty field keeps the current setting (the default on create).
+struct timeout_change {
+  std::optional<std::chrono::nanoseconds> timeout; // the sandbox ends this long from now
+  std::optional<std::chrono::nanoseconds> idle_timeout;
+  std::optional<std::chrono::nanoseconds> lifetime; // from creation
+  std::optional<std::chrono::nanoseconds> paused_retention;
+  // What the idle timeout does: delete, or pause in a mode.
+  std::optional<std::optional<events::pause_mode>> on_idle; // nullopt inside: delete
+};
+
+struct create_options {
+  std::string template_name;     // "": the node's default
+  std::string runtime;           // "": the node's default
+  events::sandbox_limits limits; // zero fields: the node's defaults
+  std::vector<events::label> labels;
+  timeout_change timeouts;
+  std::string client_request_id;
+};
+
+struct streamed_event {
+  events::event event;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;
+};
+// Return false to stop the stream.
+using event_callback = std::function<bool(const streamed_event&)>;
+
+class client {
+public:
+  // Connects and authenticates. permission_denied for an unknown token, unavailable when the
+  // daemon cannot be reached.
+  static result<client> connect(const client_options& options);
+  ~client();
+  client(client&&) noexcept;
+  client& operator=(client&&) noexcept;
+
+  const identity& who() const;
+  result<std::string> version();
+
+  result<sandbox_info> create(const create_options& options);
+  result<sandbox_info> get(const std::string& sandbox_id);
+  result<list_page> list(const list_filter& filter = {});
+  result<sandbox_info> pause(const std::string& sandbox_id,
+                             events::pause_mode mode = events::pause_mode::filesystem);
+  result<sandbox_info> resume(const std::string& sandbox_id);
+  result<void> remove(const std::string& sandbox_id);
+  result<sandbox_info> set_timeouts(const std::string& sandbox_id, const timeout_change& change);
+
+  // The sandbox's events from `from_sequence`, then live ones, each handed to `on_event`
+  // until it returns false or the stream ends. Answers why it ended: "stopped" (the
+  // callback), "deleted" (the sandbox's last event was delivered).
+  result<std::string> watch(const std::string& sandbox_id, std::uint64_t from_sequence,
+                            const event_callback& on_event);
+
+  // Admin scope.
+  result<bill_report> bill(const std::string& tenant, std::int64_t from_ns, std::int64_t to_ns,
+                           bill_grouping by = bill_grouping::sandbox);
+  result<audit_page> audit(const audit_query& query);
+  result<audit_check> audit_verify(const std::string& tenant = "");
+  // The whole log from `from` (partition -> offset; missing partitions from 0): "caught up"
+  // without follow once the end offsets as of the call are reached.
+  result<std::string> tail(const std::map<std::int32_t, std::int64_t>& from, bool follow,
+                           const event_callback& on_event);
+
+  struct impl;
+
+private:
+  explicit client(std::unique_ptr<impl> m);
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace sandboxd::api

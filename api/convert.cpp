@@ -1,0 +1,198 @@
+#include "api/convert.hpp"
+
+#include <algorithm>
+
+namespace sandboxd::api {
+namespace {
+
+using events::nanoseconds;
+
+events::sandbox_limits limits_of(schema::Limits::Reader l, const events::sandbox_limits& d) {
+  events::sandbox_limits out;
+  out.memory_mib = l.getMemoryMib() ? l.getMemoryMib() : d.memory_mib;
+  out.cpu_millicores = l.getCpuMillicores() ? l.getCpuMillicores() : d.cpu_millicores;
+  out.pids = l.getPids() ? l.getPids() : d.pids;
+  out.disk_mib = l.getDiskMib() ? l.getDiskMib() : d.disk_mib;
+  return out;
+}
+
+std::optional<events::runtime_kind> runtime_named(std::string_view name) {
+  for (auto k :
+       {events::runtime_kind::runsc, events::runtime_kind::crun, events::runtime_kind::hollow})
+    if (events::to_string(k) == name)
+      return k;
+  return std::nullopt;
+}
+
+} // namespace
+
+result<events::sandbox_timeouts> timeouts_of(rpc::TimeoutSettings::Reader t,
+                                             events::sandbox_timeouts current,
+                                             events::time_point created_at,
+                                             events::time_point now) {
+  const auto negative = [](std::int64_t ns) { return ns < 0; };
+  if (t.getTimeout().isNs() && t.getLifetime().isNs())
+    return make_error(errc::invalid_argument,
+                      "timeout and lifetime both set the end time; set one of them");
+  if (t.getIdleTimeout().isNs()) {
+    if (negative(t.getIdleTimeout().getNs()))
+      return make_error(errc::invalid_argument, "idle timeout is negative; use 0 for none");
+    current.idle_timeout = nanoseconds(t.getIdleTimeout().getNs());
+  }
+  if (t.getLifetime().isNs()) {
+    if (negative(t.getLifetime().getNs()))
+      return make_error(errc::invalid_argument, "lifetime is negative; use 0 for none");
+    current.max_lifetime = nanoseconds(t.getLifetime().getNs());
+  }
+  if (t.getTimeout().isNs()) {
+    const auto ns = t.getTimeout().getNs();
+    if (negative(ns))
+      return make_error(errc::invalid_argument, "timeout is negative; use 0 for none");
+    current.max_lifetime = ns == 0 ? nanoseconds(0) : (now - created_at) + nanoseconds(ns);
+  }
+  if (t.getPausedRetention().isNs()) {
+    if (negative(t.getPausedRetention().getNs()))
+      return make_error(errc::invalid_argument, "paused retention is negative; use 0 for none");
+    current.paused_retention = nanoseconds(t.getPausedRetention().getNs());
+  }
+  auto on = t.getOnTimeout();
+  if (on.isDelete()) {
+    current.on_idle = events::idle_action::delete_sandbox;
+  } else if (on.isPause()) {
+    current.on_idle = events::idle_action::pause_sandbox;
+    current.idle_pause_mode = on.getPause() == schema::PauseMode::MEMORY
+                                ? events::pause_mode::memory
+                                : events::pause_mode::filesystem;
+  }
+  return current;
+}
+
+result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d) {
+  events::created c;
+  c.template_name = r.getTemplate().size() ? std::string(r.getTemplate().cStr()) : d.template_name;
+  if (r.getRuntime().size() == 0) {
+    c.runtime = d.runtime;
+  } else {
+    auto k = runtime_named(r.getRuntime().cStr());
+    if (!k || std::find(d.runtimes.begin(), d.runtimes.end(), *k) == d.runtimes.end()) {
+      std::string have;
+      for (auto h : d.runtimes)
+        have += (have.empty() ? "" : ", ") + events::to_string(h);
+      return make_error(errc::invalid_argument,
+                        "runtime '" + std::string(r.getRuntime().cStr()) +
+                          "' is not one this node has; use one of: " + have);
+    }
+    c.runtime = *k;
+  }
+  c.limits = limits_of(r.getLimits(), d.limits);
+  if (r.getEnv().size() > 0)
+    return make_error(errc::unavailable,
+                      "a sandbox environment is not served by this build of sandboxd; create "
+                      "the sandbox without env and pass variables to each command");
+  auto net = r.getNetwork();
+  if (net.getMode() != schema::NetworkPolicy::Mode::NONE)
+    return make_error(errc::invalid_argument,
+                      "this node cannot enforce a network policy other than none (loopback "
+                      "only); create the sandbox with network none");
+  c.network.mode = events::network_mode::none;
+  for (auto l : r.getLabels()) {
+    if (l.getKey().size() == 0)
+      return make_error(errc::invalid_argument, "a label key is empty; give every label a key");
+    c.labels.push_back({l.getKey().cStr(), l.getValue().cStr()});
+  }
+  c.client_request_id = r.getClientRequestId().cStr();
+  // The defaults of a new sandbox: no timeouts (a timeout request sets them).
+  auto t = timeouts_of(r.getTimeouts(), {}, events::time_point{}, events::time_point{});
+  if (!t)
+    return t.err();
+  c.timeouts = *t;
+  return c;
+}
+
+rpc::SandboxState state_of(actors::sandbox_status s) {
+  using S = rpc::SandboxState;
+  switch (s) {
+  case actors::sandbox_status::absent:
+  case actors::sandbox_status::creating:
+    return S::CREATING;
+  case actors::sandbox_status::running:
+    return S::RUNNING;
+  case actors::sandbox_status::pausing:
+    return S::PAUSING;
+  case actors::sandbox_status::paused:
+    return S::PAUSED;
+  case actors::sandbox_status::resuming:
+    return S::RESUMING;
+  case actors::sandbox_status::deleting:
+    return S::DELETING;
+  case actors::sandbox_status::deleted:
+    return S::DELETED;
+  case actors::sandbox_status::failed:
+    return S::FAILED;
+  }
+  return S::FAILED;
+}
+
+namespace {
+constexpr std::pair<std::string_view, rpc::SandboxState> k_state_names[] = {
+  {"creating", rpc::SandboxState::CREATING}, {"running", rpc::SandboxState::RUNNING},
+  {"pausing", rpc::SandboxState::PAUSING},   {"paused", rpc::SandboxState::PAUSED},
+  {"resuming", rpc::SandboxState::RESUMING}, {"deleting", rpc::SandboxState::DELETING},
+  {"deleted", rpc::SandboxState::DELETED},   {"failed", rpc::SandboxState::FAILED},
+};
+} // namespace
+
+std::optional<rpc::SandboxState> state_of(std::string_view name) {
+  for (const auto& [n, s] : k_state_names)
+    if (n == name)
+      return s;
+  return std::nullopt;
+}
+
+std::string_view name_of(rpc::SandboxState s) {
+  for (const auto& [n, st] : k_state_names)
+    if (st == s)
+      return n;
+  return ""; // a state a newer peer added: matches no row, names nothing
+}
+
+void fill(rpc::SandboxInfo::Builder out, const actors::sandbox_state& s) {
+  const auto& spec = s.spec;
+  out.setId(s.sandbox_id);
+  out.setState(state_of(s.status));
+  out.setTemplate(spec.template_name);
+  out.setRuntime(events::to_string(spec.runtime));
+  auto l = out.initLimits();
+  l.setMemoryMib(spec.limits.memory_mib);
+  l.setCpuMillicores(spec.limits.cpu_millicores);
+  l.setPids(spec.limits.pids);
+  l.setDiskMib(spec.limits.disk_mib);
+  auto labels = out.initLabels(static_cast<unsigned>(spec.labels.size()));
+  for (unsigned i = 0; i < spec.labels.size(); ++i) {
+    labels[i].setKey(spec.labels[i].key);
+    labels[i].setValue(spec.labels[i].value);
+  }
+  const auto created = s.created_at.time_since_epoch().count();
+  out.setCreatedAtNs(created);
+  const auto& t = spec.timeouts;
+  out.setEndTimeNs(t.max_lifetime.count() > 0 ? created + t.max_lifetime.count() : 0);
+  out.setPauseMode(s.pause_mode == events::pause_mode::memory ? schema::PauseMode::MEMORY
+                                                              : schema::PauseMode::FILESYSTEM);
+  out.setIdleTimeoutNs(t.idle_timeout.count());
+  out.setLifetimeNs(t.max_lifetime.count());
+  out.setPausedRetentionNs(t.paused_retention.count());
+  out.setOnTimeout(t.on_idle == events::idle_action::delete_sandbox
+                     ? "delete"
+                     : "pause:" + events::to_string(t.idle_pause_mode));
+  auto net = out.initNetwork();
+  net.setMode(static_cast<schema::NetworkPolicy::Mode>(spec.network.mode));
+  auto hosts = net.initAllowedHosts(static_cast<unsigned>(spec.network.allowed_hosts.size()));
+  for (unsigned i = 0; i < spec.network.allowed_hosts.size(); ++i)
+    hosts.set(i, spec.network.allowed_hosts[i]);
+  out.setWritableBytes(s.writable_layer_bytes);
+  out.setFailure(s.failure_reason);
+  out.setSequence(s.sequence);
+  out.setTenant(s.tenant);
+}
+
+} // namespace sandboxd::api

@@ -1,0 +1,39 @@
+// convert — between the RPC schema (schemas/api.capnp) and the control plane's values:
+// requests into commands' settings (checked: a value the node cannot honour is an error,
+// never silently dropped), sandbox states into SandboxInfo.
+#pragma once
+
+#include "actors/sandbox_machine.hpp"
+#include "api/result.hpp"
+#include "schemas/api.capnp.h"
+
+#include <string>
+#include <vector>
+
+namespace sandboxd::api {
+
+// What a create takes when the request leaves a setting out, and what the node can do.
+struct create_defaults {
+  std::string template_name = "base";
+  events::runtime_kind runtime = events::runtime_kind::runsc;
+  std::vector<events::runtime_kind> runtimes{events::runtime_kind::runsc}; // the node has
+  events::sandbox_limits limits{512, 1000, 512, 0};
+};
+
+result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d);
+
+// The timeouts after applying `t` to `current` (a create passes the defaults) for a sandbox
+// created at `created_at`, at `now`: `timeout` ends the sandbox that long after now, which
+// is kept as the lifetime counted from creation.
+result<events::sandbox_timeouts> timeouts_of(rpc::TimeoutSettings::Reader t,
+                                             events::sandbox_timeouts current,
+                                             events::time_point created_at, events::time_point now);
+
+rpc::SandboxState state_of(actors::sandbox_status s);
+// The read model's state name ("running", ...); empty for an unknown one.
+std::optional<rpc::SandboxState> state_of(std::string_view name);
+std::string_view name_of(rpc::SandboxState s);
+
+void fill(rpc::SandboxInfo::Builder out, const actors::sandbox_state& s);
+
+} // namespace sandboxd::api

@@ -1,0 +1,103 @@
+// records.hpp — the values the read-model calls answer (list, bill, audit), as the server
+// reads them from PostgreSQL (read_store.hpp) and as the C++ client returns them
+// (client.hpp). Times are nanoseconds since the Unix epoch, amounts micro-dollars.
+#pragma once
+
+#include "events/event.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace sandboxd::api {
+
+struct list_filter {
+  std::vector<std::string> states;   // empty: every state but deleted (unless include_deleted)
+  std::vector<events::label> labels; // all must match
+  bool include_deleted = false;
+  std::string page_token;    // "" for the first page
+  std::uint32_t limit = 100; // 0: 100; at most 1000
+};
+
+struct sandbox_summary {
+  std::string id;
+  std::string state;
+  std::string template_name;
+  events::sandbox_limits limits;
+  std::vector<events::label> labels;
+  std::string pause_mode;
+  std::uint64_t writable_bytes = 0;
+  std::int64_t created_at_ns = 0; // microsecond precision (PostgreSQL's timestamptz)
+  std::int64_t updated_at_ns = 0;
+  std::uint64_t sequence = 0;
+};
+
+struct list_page {
+  std::vector<sandbox_summary> rows;
+  std::string next_page_token; // "" at the end
+};
+
+enum class bill_grouping { sandbox, hour, day };
+
+struct bill_line {
+  std::string tenant;
+  std::string sandbox_id; // "" when grouped by time
+  std::int64_t from_ns = 0;
+  std::int64_t to_ns = 0;
+  double compute_gib_seconds = 0;
+  double storage_gib_seconds = 0;
+  std::int64_t compute_micros = 0;
+  std::int64_t storage_micros = 0;
+  std::vector<std::string> event_ids;
+};
+
+struct bill_report {
+  std::vector<bill_line> lines;
+  std::int64_t total_compute_micros = 0;
+  std::int64_t total_storage_micros = 0;
+  std::int64_t total_micros = 0;
+};
+
+struct audit_query {
+  std::string tenant;
+  std::string sandbox_id;
+  std::int64_t from_ns = 0;
+  std::int64_t to_ns = 0; // 0: no bound
+  std::string page_token;
+  std::uint32_t limit = 100;
+};
+
+struct audit_entry {
+  std::string tenant;
+  std::int32_t partition = 0;
+  std::int64_t position = 0;
+  std::string event_id;
+  std::string sandbox_id;
+  std::int64_t occurred_at_ns = 0;
+  std::string principal;
+  std::string action;
+  std::string outcome;
+  std::string detail;
+  std::string hash; // 32 bytes
+};
+
+struct audit_page {
+  std::vector<audit_entry> rows;
+  std::string next_page_token;
+};
+
+struct audit_problem {
+  std::string tenant;
+  std::int32_t partition = 0;
+  std::int64_t position = 0;
+  std::string event_id;
+  std::string kind;
+  std::string message;
+};
+
+struct audit_check {
+  std::uint64_t checked_rows = 0;
+  std::vector<audit_problem> problems;
+};
+
+} // namespace sandboxd::api

@@ -1,0 +1,103 @@
+// server — sandboxd's Cap'n Proto RPC server (schemas/api.capnp, docs/api.md).
+//
+// A server owns one thread that runs a kj event loop: it listens on every address of
+// `listen` (unix sockets; TCP, with TLS where the address is not loopback), serves each
+// connection as a two-party RPC vat whose bootstrap capability is `Gateway`, and talks to
+// the control plane (CAF) by submit/query with replies handed back through a loop_bridge:
+// no actor thread ever waits for the loop, and the loop never waits for an actor.
+// PostgreSQL queries and log reads of streams run on worker threads.
+//
+// Guarantees:
+// - Tenancy by construction: every capability a connection obtains acts for the identity
+//   its token was authenticated as. A sandbox of another tenant answers exactly what a
+//   missing one answers (NOT_FOUND, same message), and every NOT_FOUND about a sandbox is
+//   held until `not_found_floor` after the call arrived, so a missing id and another
+//   tenant's id (even one whose actor must first be rebuilt from the log) take the same
+//   time as seen by the caller.
+// - Bounds: a message is at most `max_message_bytes` (Cap'n Proto's traversal limit; a
+//   bigger one ends the connection), a connection has at most `max_calls_in_flight` calls
+//   and `max_streams_per_connection` streams, a tenant at most
+//   `max_connections_per_tenant` authenticated connections, the server `max_connections`.
+//   Streams (watch, tail) pull from the log and await Cap'n Proto's flow control: a slow
+//   or stopped client holds at most one read batch and one flow-control window per
+//   stream, never an actor.
+// - Quotas (per tenant: sandboxes, total memory, total disk) are checked against the
+//   tenant_ledger, which folds the log (the actors' durable truth) and counts admitted
+//   creates from the moment they are admitted.
+// - The constructor returns once every address listens and the ledger holds the whole log;
+//   the destructor stops listening, drops every connection (clients see DISCONNECTED) and
+//   joins the thread. Replies that arrive later are dropped.
+#pragma once
+
+#include "api/authenticator.hpp"
+#include "api/convert.hpp"
+#include "api/tenant_ledger.hpp"
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace sandboxd::actors {
+class control_plane;
+}
+namespace sandboxd::events {
+class event_log;
+}
+
+namespace sandboxd::api {
+
+struct server_options {
+  std::vector<std::string> listen;        // "unix:PATH", "tcp:HOST:PORT" (port 0: any)
+  actors::control_plane* plane = nullptr; // not owned; outlives the server
+  events::event_log* log = nullptr;       // the control plane's log
+  const authenticator* auth = nullptr;    // not owned
+  std::string pg_conninfo;                // the read models; "": list/bill/audit unavailable
+  std::string pg_schema = "public";
+  create_defaults defaults;
+  tenant_quota quota;                         // every tenant's, unless overridden below
+  std::map<std::string, tenant_quota> quotas; // per tenant
+  std::size_t max_message_bytes = 16u << 20;
+  std::size_t max_calls_in_flight = 256; // per connection
+  std::size_t max_streams_per_connection = 16;
+  std::size_t max_connections_per_tenant = 64;
+  std::size_t max_connections = 1024;
+  std::chrono::milliseconds not_found_floor{2};
+  // TLS for TCP addresses that are not loopback (PEM files); also on loopback when set.
+  std::string tls_certificate_file;
+  std::string tls_key_file;
+  bool tls_on_loopback = false;
+  std::size_t worker_threads = 2; // PostgreSQL queries and stream reads
+  std::string version = "0.1.0";
+};
+
+struct server_stats {
+  std::size_t connections = 0;
+  std::size_t calls_in_flight = 0;
+  std::size_t streams = 0;
+  std::uint64_t stream_events_sent = 0;
+  std::size_t outgoing_queue_bytes = 0; // Cap'n Proto messages queued, all connections
+};
+
+class server {
+public:
+  explicit server(server_options options);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // The addresses listened on, as parse_address reads them (a TCP port 0 resolved).
+  std::vector<std::string> addresses() const;
+  server_stats stats() const;
+  tenant_usage usage(const std::string& tenant) const;
+
+  struct impl;
+
+private:
+  std::unique_ptr<impl> impl_;
+};
+
+} // namespace sandboxd::api

@@ -1,0 +1,156 @@
+// session_service — a tenant's Session: create, get, list and open sandboxes, and the
+// Admin capability for tokens with the admin scope.
+#include "api/service_context.hpp"
+
+#include <random>
+
+namespace sandboxd::api {
+namespace {
+
+// A new sandbox id, chosen here so that the create's quota reservation names it from the
+// start (tenant_ledger.hpp). Same form as the actors' own ids: "sb-" and 12 hex digits.
+std::string new_sandbox_id(const tenant_ledger& ledger) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  for (;;) {
+    auto bits = rng();
+    std::string id = "sb-";
+    for (int i = 0; i < 12; ++i, bits >>= 4)
+      id.push_back(k_hex[bits & 15]);
+    if (!ledger.knows(id))
+      return id;
+  }
+}
+
+void fill_summary(rpc::SandboxSummary::Builder out, const sandbox_summary& s) {
+  out.setId(s.id);
+  out.setState(state_of(s.state).value_or(rpc::SandboxState::FAILED));
+  out.setTemplate(s.template_name);
+  auto l = out.initLimits();
+  l.setMemoryMib(s.limits.memory_mib);
+  l.setCpuMillicores(s.limits.cpu_millicores);
+  l.setPids(s.limits.pids);
+  l.setDiskMib(s.limits.disk_mib);
+  auto labels = out.initLabels(static_cast<unsigned>(s.labels.size()));
+  for (unsigned i = 0; i < s.labels.size(); ++i) {
+    labels[i].setKey(s.labels[i].key);
+    labels[i].setValue(s.labels[i].value);
+  }
+  out.setPauseMode(s.pause_mode == "memory" ? schema::PauseMode::MEMORY
+                                            : schema::PauseMode::FILESYSTEM);
+  out.setWritableBytes(s.writable_bytes);
+  out.setCreatedAtNs(s.created_at_ns);
+  out.setUpdatedAtNs(s.updated_at_ns);
+  out.setSequence(s.sequence);
+}
+
+class session final : public rpc::Session::Server {
+public:
+  session(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn,
+          identity who)
+      : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
+
+  kj::Promise<void> create(CreateContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
+      auto& ctx = *ctx_;
+      auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
+      auto id = new_sandbox_id(*ctx.ledger);
+      check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
+      actors::command c;
+      c.tenant = who_.tenant;
+      c.principal = who_.principal;
+      c.correlation_id = ctx.correlation_id(*conn_);
+      c.body = actors::cmd::create{std::move(spec)};
+      return ctx.submit(id, std::move(c), actors::reply_when::settled)
+        .then([ctx = ctx_, conn = conn_, who = who_, context, id](actors::command_reply r) mutable {
+          // A failed create made no sandbox; a retried one answers another sandbox (the one
+          // its client request id made), so this reservation was never needed.
+          if (!r.ok() || r.state.sandbox_id != id)
+            ctx->ledger->release(id);
+          check(r);
+          auto results = context.getResults();
+          fill(results.initInfo(), r.state);
+          results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
+        });
+    });
+  }
+
+  kj::Promise<void> get(GetContext context) override {
+    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+      return ctx_->query(context.getParams().getSandboxId(), who_.tenant)
+        .then([context](actors::command_reply r) mutable {
+          check(r);
+          fill(context.getResults().initInfo(), r.state);
+        });
+    });
+  }
+
+  kj::Promise<void> open(OpenContext context) override {
+    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+      return ctx_->query(context.getParams().getSandboxId(), who_.tenant)
+        .then([ctx = ctx_, conn = conn_, who = who_, context](actors::command_reply r) mutable {
+          check(r);
+          context.getResults().setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
+        });
+    });
+  }
+
+  kj::Promise<void> list(ListContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
+      auto& ctx = *ctx_;
+      if (!ctx.store)
+        throw_error(errc::unavailable,
+                    "list is served from the read models and this sandboxd has none; get a "
+                    "sandbox by id instead");
+      auto params = context.getParams();
+      list_filter q;
+      for (auto s : params.getFilter().getStates())
+        q.states.emplace_back(name_of(s));
+      for (auto l : params.getFilter().getLabels())
+        q.labels.push_back({l.getKey().cStr(), l.getValue().cStr()});
+      q.include_deleted = params.getFilter().getIncludeDeleted();
+      q.page_token = params.getPageToken().cStr();
+      q.limit = params.getLimit();
+      auto* store = ctx.store;
+      return ctx
+        .on_worker<result<list_page>>(
+          [store, tenant = who_.tenant, q = std::move(q)] { return store->list(tenant, q); })
+        .then([context](std::shared_ptr<result<list_page>> page) mutable {
+          auto p = take(std::move(*page));
+          auto results = context.getResults();
+          auto rows = results.initSandboxes(static_cast<unsigned>(p.rows.size()));
+          for (unsigned i = 0; i < p.rows.size(); ++i)
+            fill_summary(rows[i], p.rows[i]);
+          results.setNextPageToken(p.next_page_token);
+        });
+    });
+  }
+
+  kj::Promise<void> admin(AdminContext context) override {
+    if (!who_.has_scope(k_scope_admin))
+      throw_error(errc::permission_denied,
+                  "principal " + who_.principal + " of tenant " + who_.tenant +
+                    " has no admin scope; use a token with the admin scope");
+    context.getResults().setAdmin(make_admin(ctx_, conn_, who_));
+    return kj::READY_NOW;
+  }
+
+private:
+  static void check_result(result<void> r) {
+    if (!r)
+      throw_error(r.err());
+  }
+
+  std::shared_ptr<service_context> ctx_;
+  std::shared_ptr<connection_state> conn_;
+  identity who_;
+};
+
+} // namespace
+
+rpc::Session::Client make_session(std::shared_ptr<service_context> ctx,
+                                  std::shared_ptr<connection_state> conn, identity who) {
+  return kj::heap<session>(std::move(ctx), std::move(conn), std::move(who));
+}
+
+} // namespace sandboxd::api

@@ -1,0 +1,106 @@
+#include "api/tenant_ledger.hpp"
+
+namespace sandboxd::api {
+
+tenant_ledger::tenant_ledger(std::uint64_t default_memory_mib, std::uint64_t default_disk_mib)
+    : default_memory_mib_(default_memory_mib), default_disk_mib_(default_disk_mib) {}
+
+tenant_ledger::holding tenant_ledger::holding_of(const std::string& tenant,
+                                                 const events::sandbox_limits& l) const {
+  return holding{tenant, l.memory_mib ? l.memory_mib : default_memory_mib_,
+                 l.disk_mib ? l.disk_mib : default_disk_mib_};
+}
+
+void tenant_ledger::add(const holding& h) {
+  auto& t = totals_[h.tenant];
+  t.sandboxes += 1;
+  t.memory_mib += h.memory_mib;
+  t.disk_mib += h.disk_mib;
+}
+
+void tenant_ledger::remove(const holding& h) {
+  auto it = totals_.find(h.tenant);
+  if (it == totals_.end())
+    return;
+  auto& t = it->second;
+  t.sandboxes -= 1;
+  t.memory_mib -= h.memory_mib;
+  t.disk_mib -= h.disk_mib;
+  if (t.sandboxes == 0)
+    totals_.erase(it);
+}
+
+void tenant_ledger::apply(const events::event& e) {
+  std::lock_guard l(mu_);
+  if (auto* c = std::get_if<events::created>(&e.body)) {
+    if (live_.count(e.sandbox_id))
+      return; // a duplicate record
+    auto r = reserved_.find(e.sandbox_id);
+    if (r != reserved_.end()) {
+      // Counted since it was admitted: it only changes hands.
+      live_.emplace(e.sandbox_id, std::move(r->second));
+      reserved_.erase(r);
+      return;
+    }
+    auto h = holding_of(e.tenant, c->limits);
+    add(h);
+    live_.emplace(e.sandbox_id, std::move(h));
+  } else if (std::holds_alternative<events::deleted>(e.body)) {
+    auto it = live_.find(e.sandbox_id);
+    if (it == live_.end())
+      return;
+    remove(it->second);
+    live_.erase(it);
+  }
+}
+
+result<void> tenant_ledger::reserve(const std::string& tenant, const std::string& sandbox_id,
+                                    const events::sandbox_limits& limits,
+                                    const tenant_quota& quota) {
+  std::lock_guard l(mu_);
+  auto h = holding_of(tenant, limits);
+  tenant_usage now;
+  if (auto it = totals_.find(tenant); it != totals_.end())
+    now = it->second;
+  const auto over = [&](const char* what, std::uint64_t used, std::uint64_t more,
+                        std::uint64_t limit, const char* unit) -> std::optional<error> {
+    if (limit == 0 || used + more <= limit)
+      return std::nullopt;
+    return make_error(errc::resource_exhausted,
+                      "tenant " + tenant + " would pass its " + what + " quota (" +
+                        std::to_string(used) + unit + " in use, " + std::to_string(more) + unit +
+                        " more asked, quota " + std::to_string(limit) + unit +
+                        "); delete sandboxes or ask for a larger quota");
+  };
+  if (auto e = over("sandbox", now.sandboxes, 1, quota.sandboxes, ""))
+    return *e;
+  if (auto e = over("memory", now.memory_mib, h.memory_mib, quota.memory_mib, " MiB"))
+    return *e;
+  if (auto e = over("disk", now.disk_mib, h.disk_mib, quota.disk_mib, " MiB"))
+    return *e;
+  add(h);
+  reserved_.emplace(sandbox_id, std::move(h));
+  return {};
+}
+
+void tenant_ledger::release(const std::string& sandbox_id) {
+  std::lock_guard l(mu_);
+  auto it = reserved_.find(sandbox_id);
+  if (it == reserved_.end())
+    return;
+  remove(it->second);
+  reserved_.erase(it);
+}
+
+tenant_usage tenant_ledger::usage(const std::string& tenant) const {
+  std::lock_guard l(mu_);
+  auto it = totals_.find(tenant);
+  return it == totals_.end() ? tenant_usage{} : it->second;
+}
+
+bool tenant_ledger::knows(const std::string& sandbox_id) const {
+  std::lock_guard l(mu_);
+  return live_.count(sandbox_id) || reserved_.count(sandbox_id);
+}
+
+} // namespace sandboxd::api

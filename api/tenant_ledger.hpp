@@ -1,0 +1,77 @@
+// tenant_ledger — what each tenant's live sandboxes hold, for its quotas: sandboxes, total
+// memory and total disk (MiB, as created; a zero limit counts as the node's default).
+//
+// The truth is the log: apply() folds the `created` and `deleted` events the log follower
+// reads (a sandbox counts from its `created` until its `deleted`, failed ones included, since
+// they exist until deleted). The follower trails the actors by a few milliseconds, so a create
+// in flight is counted from the moment the server admits it: reserve() checks the quotas
+// against the folded sandboxes plus the reservations and records one for the sandbox id the
+// server chose; the reservation becomes the folded sandbox when its `created` is applied, or
+// is dropped by release() when the create failed or named another sandbox (a retried create).
+// So at no instant can a tenant's admitted creates pass its quotas.
+//
+// Thread-safe (one mutex): the follower applies, the server's loop reserves and releases.
+#pragma once
+
+#include "api/result.hpp"
+#include "events/event.hpp"
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+
+namespace sandboxd::api {
+
+// Zero: unlimited.
+struct tenant_quota {
+  std::uint64_t sandboxes = 0;
+  std::uint64_t memory_mib = 0;
+  std::uint64_t disk_mib = 0;
+};
+
+struct tenant_usage {
+  std::uint64_t sandboxes = 0;
+  std::uint64_t memory_mib = 0;
+  std::uint64_t disk_mib = 0;
+  bool operator==(const tenant_usage&) const = default;
+};
+
+class tenant_ledger {
+public:
+  // What a zero memory or disk limit counts as (the node's defaults).
+  explicit tenant_ledger(std::uint64_t default_memory_mib = 512,
+                         std::uint64_t default_disk_mib = 0);
+
+  void apply(const events::event& e);
+
+  // Admits a create of `sandbox_id` for `tenant` with `limits` under `quota`, or says which
+  // quota it would pass (resource_exhausted).
+  result<void> reserve(const std::string& tenant, const std::string& sandbox_id,
+                       const events::sandbox_limits& limits, const tenant_quota& quota);
+  // Drops the reservation of `sandbox_id`, if it is still one.
+  void release(const std::string& sandbox_id);
+
+  // Folded sandboxes and reservations together.
+  tenant_usage usage(const std::string& tenant) const;
+  bool knows(const std::string& sandbox_id) const;
+
+private:
+  struct holding {
+    std::string tenant;
+    std::uint64_t memory_mib = 0;
+    std::uint64_t disk_mib = 0;
+  };
+  holding holding_of(const std::string& tenant, const events::sandbox_limits& l) const;
+  void add(const holding& h);
+  void remove(const holding& h);
+
+  std::uint64_t default_memory_mib_;
+  std::uint64_t default_disk_mib_;
+  mutable std::mutex mu_;
+  std::unordered_map<std::string, holding> live_;     // folded from the log
+  std::unordered_map<std::string, holding> reserved_; // admitted, not folded yet
+  std::unordered_map<std::string, tenant_usage> totals_;
+};
+
+} // namespace sandboxd::api

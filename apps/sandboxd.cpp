@@ -1,0 +1,284 @@
+// sandboxd — the daemon: flags and a config file in, one node (node/node.hpp) run until
+// SIGTERM or SIGINT, then stopped in order. Flags, the config file, logs, signals and
+// metrics are documented in docs/operations.md.
+//
+// Exit status: 0 after a clean stop (and for --help, --version, --print-config); 1 when the
+// node cannot start (a dependency is unusable; the log says which and what to do); 2 for
+// bad flags or a bad config file.
+#include "api/server.hpp"
+#include "api/token_authenticator.hpp"
+#include "node/daemon_settings.hpp"
+#include "node/logging.hpp"
+#include "node/node.hpp"
+#include "node/version.hpp"
+
+#include <CLI/CLI.hpp>
+#include <prometheus/exposer.h>
+#include <spdlog/spdlog.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <fcntl.h>
+#include <iostream>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+namespace {
+
+namespace sn = sandboxd::node;
+namespace api = sandboxd::api;
+
+int signal_pipe[2] = {-1, -1};
+
+extern "C" void on_signal(int sig) {
+  const int saved = errno;
+  const char c = static_cast<char>(sig);
+  [[maybe_unused]] auto n = ::write(signal_pipe[1], &c, 1);
+  errno = saved;
+}
+
+// SIGTERM, SIGINT and SIGHUP are caught (not blocked: blocked signals would be inherited by
+// every program the runtimes start) and written to a pipe the main thread reads.
+void catch_signals() {
+  if (::pipe2(signal_pipe, O_CLOEXEC) != 0) {
+    std::perror("sandboxd: pipe");
+    std::exit(1);
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int s : {SIGTERM, SIGINT, SIGHUP})
+    ::sigaction(s, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+}
+
+int wait_for_stop_signal() {
+  for (;;) {
+    char c = 0;
+    const ssize_t n = ::read(signal_pipe[0], &c, 1);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n != 1)
+      return SIGTERM;
+    if (c == SIGHUP) {
+      spdlog::info("SIGHUP ignored: sandboxd reloads nothing; restart it to apply changes");
+      continue;
+    }
+    return c;
+  }
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  catch_signals();
+
+  CLI::App app{"sandboxd — isolated sandboxes for AI agents, event-sourced (docs/operations.md)",
+               "sandboxd"};
+  app.set_version_flag("--version", "sandboxd " + std::string(sn::version()));
+  sn::daemon_settings flags;
+  std::string config_file;
+  bool print_config = false, no_dev_token = false;
+  app.add_option("--config", config_file, "TOML config file; flags win over it")
+    ->check(CLI::ExistingFile);
+  auto* data_dir = app.add_option("--data-dir", flags.data_dir, "data directory (default ./var)");
+  auto* event_log =
+    app.add_option("--event-log", flags.event_log, "event log: file (default) or kafka");
+  auto* partitions =
+    app.add_option("--partitions", flags.partitions, "partitions of a new log (default 8)");
+  auto* brokers =
+    app.add_option("--kafka-brokers", flags.kafka_brokers, "Kafka bootstrap servers HOST:PORT,...");
+  auto* topic =
+    app.add_option("--kafka-topic", flags.kafka_topic, "Kafka topic (default sandboxd-events)");
+  auto* replication = app.add_option("--kafka-replication", flags.kafka_replication,
+                                     "replication factor the Kafka topic needs (default 3; "
+                                     "1 on a single broker)");
+  auto* min_insync =
+    app.add_option("--kafka-min-insync", flags.kafka_min_insync,
+                   "copies of an event before an append is acknowledged (default 2; 1 on a "
+                   "single broker)");
+  auto* postgres = app.add_option("--postgres", flags.postgres,
+                                  "libpq conninfo of an existing PostgreSQL (default: embedded)");
+  auto* pg_bin = app.add_option("--postgres-bin-dir", flags.postgres_bin_dir,
+                                "PostgreSQL 15 binaries for the embedded server");
+  auto* runtimes = app
+                     .add_option("--runtime", flags.runtimes,
+                                 "runtimes to hold: runsc, crun, hollow (repeat or comma list; "
+                                 "default runsc, or crun where runsc cannot run)")
+                     ->delimiter(',');
+  auto* default_runtime =
+    app.add_option("--default-runtime", flags.default_runtime, "the default runtime");
+  auto* listen = app.add_option("--listen", flags.listen,
+                                "RPC address unix:PATH or tcp:HOST:PORT (repeatable; default "
+                                "unix:DATA_DIR/sandboxd.sock)");
+  auto* metrics = app.add_option("--metrics-addr", flags.metrics_addr,
+                                 "Prometheus endpoint HOST:PORT (default: none)");
+  auto* log_format = app.add_option("--log-format", flags.log_format, "log lines: text or json");
+  auto* log_level =
+    app.add_option("--log-level", flags.log_level, "trace, debug, info (default), warn, error");
+  auto* tokens = app.add_option("--tokens-file", flags.tokens_file, "tokens file (TOML)");
+  app.add_flag("--no-dev-token", no_dev_token, "make and accept no development token");
+  auto* projectors =
+    app.add_option("--projectors", flags.projectors, "projectors of the read models (default 2)");
+  auto* tls_cert = app.add_option("--tls-cert", flags.tls_certificate,
+                                  "PEM certificate for RPC on non-loopback TCP addresses");
+  auto* tls_key = app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
+  auto* quota_sandboxes = app.add_option("--quota-sandboxes", flags.quota_sandboxes,
+                                         "live sandboxes per tenant (default 0: no limit)");
+  auto* quota_memory = app.add_option("--quota-memory-mib", flags.quota_memory_mib,
+                                      "memory MiB of a tenant's live sandboxes (0: no limit)");
+  auto* quota_disk = app.add_option("--quota-disk-mib", flags.quota_disk_mib,
+                                    "disk MiB of a tenant's live sandboxes (0: no limit)");
+  app.add_flag("--print-config", print_config,
+               "print the effective settings as a config file and exit");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
+  }
+
+  // The file first, then every flag given on the command line.
+  sn::daemon_settings settings;
+  if (!config_file.empty())
+    if (auto e = sn::load_config_file(settings, config_file)) {
+      std::cerr << "sandboxd: " << e->message << "\n";
+      return 2;
+    }
+  auto given = [](CLI::Option* o) { return o->count() > 0; };
+  if (given(data_dir))
+    settings.data_dir = flags.data_dir;
+  if (given(event_log))
+    settings.event_log = flags.event_log;
+  if (given(partitions))
+    settings.partitions = flags.partitions;
+  if (given(brokers))
+    settings.kafka_brokers = flags.kafka_brokers;
+  if (given(topic))
+    settings.kafka_topic = flags.kafka_topic;
+  if (given(replication))
+    settings.kafka_replication = flags.kafka_replication;
+  if (given(min_insync))
+    settings.kafka_min_insync = flags.kafka_min_insync;
+  if (given(postgres))
+    settings.postgres = flags.postgres;
+  if (given(pg_bin))
+    settings.postgres_bin_dir = flags.postgres_bin_dir;
+  if (given(runtimes))
+    settings.runtimes = flags.runtimes;
+  if (given(default_runtime))
+    settings.default_runtime = flags.default_runtime;
+  if (given(listen))
+    settings.listen = flags.listen;
+  if (given(metrics))
+    settings.metrics_addr = flags.metrics_addr;
+  if (given(log_format))
+    settings.log_format = flags.log_format;
+  if (given(log_level))
+    settings.log_level = flags.log_level;
+  if (given(tokens))
+    settings.tokens_file = flags.tokens_file;
+  if (no_dev_token)
+    settings.dev_token = false;
+  if (given(projectors))
+    settings.projectors = flags.projectors;
+  if (given(tls_cert))
+    settings.tls_certificate = flags.tls_certificate;
+  if (given(tls_key))
+    settings.tls_key = flags.tls_key;
+  if (given(quota_sandboxes))
+    settings.quota_sandboxes = flags.quota_sandboxes;
+  if (given(quota_memory))
+    settings.quota_memory_mib = flags.quota_memory_mib;
+  if (given(quota_disk))
+    settings.quota_disk_mib = flags.quota_disk_mib;
+
+  auto checked = sn::to_daemon_config(settings);
+  if (!checked.value) {
+    std::cerr << "sandboxd: " << checked.failure->message << "\n";
+    return 2;
+  }
+  if (print_config) {
+    std::cout << sn::to_toml(settings);
+    return 0;
+  }
+  sn::daemon_config config = std::move(*checked.value);
+  sn::configure_logging(config.format, config.log_level);
+  spdlog::info("sandboxd {} starting (pid {})", sn::version(), ::getpid());
+
+  sn::node node(std::move(config.node));
+  try {
+    node.start();
+  } catch (const sn::start_error& e) {
+    spdlog::error("sandboxd cannot start: {}", e.what());
+    return 1;
+  }
+
+  std::unique_ptr<prometheus::Exposer> exposer;
+  if (config.metrics) {
+    const auto& m = *config.metrics;
+    const std::string bind = (m.host.find(':') != std::string::npos ? "[" + m.host + "]" : m.host) +
+                             ":" + std::to_string(m.port);
+    try {
+      exposer = std::make_unique<prometheus::Exposer>(bind);
+      exposer->RegisterCollectable(node.shared_probe());
+    } catch (const std::exception& e) {
+      spdlog::error("sandboxd cannot start: metrics endpoint {}: {}; choose another "
+                    "--metrics-addr",
+                    bind, e.what());
+      node.stop();
+      return 1;
+    }
+    spdlog::info("metrics: http://{}/metrics", bind);
+  }
+  // The RPC server: started last, stopped first (it stops taking calls, then the node
+  // finishes what is in flight).
+  api::token_authenticator auth(node.tokens());
+  std::unique_ptr<api::server> rpc;
+  std::string addresses;
+  {
+    api::server_options o;
+    for (const auto& a : config.listen) {
+      o.listen.push_back(a.to_string());
+      addresses += (addresses.empty() ? "" : ", ") + a.to_string();
+    }
+    o.plane = &node.plane();
+    o.log = &node.log();
+    o.auth = &auth;
+    o.pg_conninfo = node.conninfo();
+    o.pg_schema = node.schema();
+    o.defaults.runtime = node.default_runtime();
+    o.defaults.runtimes = node.runtimes();
+    o.quota = {config.quota.sandboxes, config.quota.memory_mib, config.quota.disk_mib};
+    o.tls_certificate_file = config.tls_certificate;
+    o.tls_key_file = config.tls_key;
+    o.version = std::string(sn::version());
+    try {
+      rpc = std::make_unique<api::server>(std::move(o));
+    } catch (const std::exception& e) {
+      spdlog::error("sandboxd cannot start: RPC server on {}: {}; check --listen", addresses,
+                    e.what());
+      exposer.reset();
+      node.stop();
+      return 1;
+    }
+  }
+  spdlog::info("serving RPC on {}", addresses);
+  if (!node.dev_token_path().empty())
+    spdlog::info("development token: {}", node.dev_token_path());
+  spdlog::info("sandboxd ready");
+
+  const int sig = wait_for_stop_signal();
+  spdlog::info("signal {} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  // Stop in the reverse order: the RPC server, the metrics endpoint, the node.
+  rpc.reset();
+  exposer.reset();
+  node.stop();
+  spdlog::info("sandboxd stopped");
+  return 0;
+}

@@ -1,0 +1,247 @@
+// api_bench — sandboxd's RPC API over its unix socket (hollow driver, embedded file log):
+//   get_calls_per_s     Session.get of one running sandbox, 100 calls in flight (closed
+//                       loop): Cap'n Proto in and out, the hop to the sandbox's actor and
+//                       back through the loop bridge;
+//   echo_calls_per_s    the reference, same run: a bare Cap'n Proto server (EzRpcServer, its
+//                       own thread, the same schema) answering Gateway.version at once, driven
+//                       the same way over a unix socket;
+//   get_vs_echo         their ratio;
+//   version_calls_per_s Gateway.version through sandboxd's server (no actor): what the
+//                       server's own plumbing costs against the bare one.
+// Exec, output streaming and file reads are not served by this build: their figures are
+// printed as null (the JSON keeps their place).
+// Usage: api_bench [--json] [--seconds S] [--in-flight N]
+#include "actors/control_plane.hpp"
+#include "api/server.hpp"
+#include "api/token_authenticator.hpp"
+#include "events/file_log.hpp"
+#include "runtime/hollow_driver.hpp"
+#include "schemas/api.capnp.h"
+#include "tests/support/temp_dir.hpp"
+
+#include <capnp/ez-rpc.h>
+#include <kj/async-io.h>
+
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <unistd.h>
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+using namespace sandboxd;
+
+class echo_gateway final : public rpc::Gateway::Server {
+public:
+  kj::Promise<void> version(VersionContext context) override {
+    context.getResults().setVersion("echo");
+    return kj::READY_NOW;
+  }
+};
+
+// A bare Cap'n Proto server on its own thread, until destroyed.
+class echo_server {
+public:
+  explicit echo_server(std::string address) {
+    std::promise<void> ready;
+    auto started = ready.get_future();
+    thread_ = std::thread([this, address, &ready] {
+      capnp::EzRpcServer server(kj::heap<echo_gateway>(), address);
+      auto paf = kj::newPromiseAndFulfiller<void>();
+      stop_ = kj::mv(paf.fulfiller);
+      executor_ = &kj::getCurrentThreadExecutor();
+      server.getPort().wait(server.getWaitScope());
+      ready.set_value();
+      paf.promise.wait(server.getWaitScope());
+    });
+    started.get();
+  }
+  ~echo_server() {
+    executor_->executeSync([this] { stop_->fulfill(); });
+    thread_.join();
+  }
+
+private:
+  kj::Own<kj::PromiseFulfiller<void>> stop_;
+  const kj::Executor* executor_ = nullptr;
+  std::thread thread_;
+};
+
+// Calls per second of `call` with `in_flight` calls outstanding for `seconds`.
+double closed_loop(kj::WaitScope& ws, const std::function<kj::Promise<void>()>& call, int in_flight,
+                   double seconds) {
+  std::uint64_t done = 0;
+  const auto start = steady::now();
+  const auto deadline = start + std::chrono::duration<double>(seconds);
+  std::function<kj::Promise<void>()> next = [&]() -> kj::Promise<void> {
+    return call().then([&]() -> kj::Promise<void> {
+      ++done;
+      if (steady::now() >= deadline)
+        return kj::READY_NOW;
+      return next();
+    });
+  };
+  kj::Vector<kj::Promise<void>> all;
+  for (int i = 0; i < in_flight; ++i)
+    all.add(next());
+  kj::joinPromises(all.releaseAsArray()).wait(ws);
+  return double(done) / std::chrono::duration<double>(steady::now() - start).count();
+}
+
+// CPU seconds (user + system) of each thread of this process, by thread name.
+std::map<std::string, double> cpu_by_thread() {
+  std::map<std::string, double> out;
+  const double tick = double(::sysconf(_SC_CLK_TCK));
+  for (const auto& t : std::filesystem::directory_iterator("/proc/self/task")) {
+    std::ifstream in(t.path() / "stat");
+    std::string line;
+    std::getline(in, line);
+    const auto open = line.find('('), close = line.rfind(')');
+    if (open == std::string::npos || close == std::string::npos)
+      continue;
+    const auto name = line.substr(open + 1, close - open - 1);
+    std::istringstream rest(line.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14)
+        utime = std::stod(field);
+      if (i == 15)
+        stime = std::stod(field);
+    }
+    out[name] += (utime + stime) / tick;
+  }
+  return out;
+}
+
+std::string figure(double v) {
+  char b[64];
+  std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  bool json = false;
+  double seconds = 3;
+  int in_flight = 100;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    if (a == "--json")
+      json = true;
+    else if (a == "--seconds" && i + 1 < argc)
+      seconds = std::stod(argv[++i]);
+    else if (a == "--in-flight" && i + 1 < argc)
+      in_flight = std::stoi(argv[++i]);
+    else {
+      std::fprintf(stderr, "usage: api_bench [--json] [--seconds S] [--in-flight N]\n");
+      return 2;
+    }
+  }
+
+  test::temp_dir dir("api-bench");
+  events::file_log log(events::file_log_options{dir / "log", 8});
+  runtime::hollow_driver driver(
+    runtime::hollow_options{"/dev/shm/" + dir.path().substr(5) + "-hollow", {}});
+  actors::control_plane_options po;
+  po.log = &log;
+  po.driver = &driver;
+  po.data_dir = dir / "data";
+  po.driver_never_blocks = true;
+  po.snapshot_every_records = 0;
+  po.storage_sample_interval = events::nanoseconds(0);
+  actors::control_plane plane(po);
+  api::token_authenticator tokens;
+  tokens.add("bench-token", {"bench", "bench", {"sandboxes"}});
+  api::server_options so;
+  so.listen = {"unix:" + (dir / "api.sock")};
+  so.plane = &plane;
+  so.log = &log;
+  so.auth = &tokens;
+  so.defaults.runtime = events::runtime_kind::hollow;
+  so.defaults.runtimes = {events::runtime_kind::hollow};
+  so.max_calls_in_flight = static_cast<std::size_t>(in_flight) + 16;
+  auto server = std::make_unique<api::server>(so);
+  echo_server echo("unix:" + (dir / "echo.sock"));
+
+  double get_rate = 0, echo_rate = 0, version_rate = 0;
+  std::map<std::string, double> get_cpu_us; // CPU microseconds per get call, by thread
+  {
+    std::string id;
+    capnp::EzRpcClient sbd(so.listen[0]);
+    capnp::EzRpcClient bare("unix:" + (dir / "echo.sock"));
+    auto& ws = sbd.getWaitScope();
+    auto auth = sbd.getMain<rpc::Gateway>().authenticateRequest();
+    auth.setToken("bench-token");
+    auto session = auth.send().wait(ws).getSession();
+    auto create = session.createRequest();
+    create.initRequest();
+    id = create.send().wait(ws).getInfo().getId().cStr();
+    auto gateway = sbd.getMain<rpc::Gateway>();
+    auto echo_gw = bare.getMain<rpc::Gateway>();
+    auto get = [&]() -> kj::Promise<void> {
+      auto r = session.getRequest();
+      r.setSandboxId(id);
+      return r.send().ignoreResult();
+    };
+    auto echo_call = [&]() -> kj::Promise<void> {
+      return echo_gw.versionRequest().send().ignoreResult();
+    };
+    auto version = [&]() -> kj::Promise<void> {
+      return gateway.versionRequest().send().ignoreResult();
+    };
+    closed_loop(ws, get, in_flight, 0.5); // warm-up
+    closed_loop(ws, echo_call, in_flight, 0.5);
+    // Interleaved, best of two each: the machine is shared.
+    for (int round = 0; round < 2; ++round) {
+      echo_rate = std::max(echo_rate, closed_loop(ws, echo_call, in_flight, seconds));
+      const auto before = cpu_by_thread();
+      const auto t0 = steady::now();
+      const auto rate = closed_loop(ws, get, in_flight, seconds);
+      const double calls = rate * std::chrono::duration<double>(steady::now() - t0).count();
+      if (rate > get_rate) {
+        get_rate = rate;
+        get_cpu_us.clear();
+        for (const auto& [name, s] : cpu_by_thread())
+          get_cpu_us[name] = (s - (before.count(name) ? before.at(name) : 0)) * 1e6 / calls;
+      }
+      version_rate = std::max(version_rate, closed_loop(ws, version, in_flight, seconds));
+    }
+  }
+  server.reset();
+  std::filesystem::remove_all("/dev/shm/" + dir.path().substr(5) + "-hollow");
+
+  const double ratio = echo_rate > 0 ? get_rate / echo_rate : 0;
+  std::printf("api_bench: %d calls in flight over unix sockets, %.1f s per run, best of 2\n",
+              in_flight, seconds);
+  std::printf("  get_calls_per_s      %s  (Session.get through the actor)\n",
+              figure(get_rate).c_str());
+  std::printf("  echo_calls_per_s     %s  (reference: bare EzRpcServer, trivial call)\n",
+              figure(echo_rate).c_str());
+  std::printf("  get_vs_echo          %.2f  (target >= 0.5; get_calls_per_s target >= 20000)\n",
+              ratio);
+  std::printf("  version_calls_per_s  %s  (Gateway.version through sandboxd's server)\n",
+              figure(version_rate).c_str());
+  std::printf("  CPU per get call (us), by thread:");
+  for (const auto& [name, us] : get_cpu_us)
+    if (us >= 0.05)
+      std::printf(" %s %.1f", name.c_str(), us);
+  std::printf("  (api_bench: the client and the echo server's idle thread)\n");
+  std::printf("  exec, stream, read_file: not served by this build\n");
+  if (json)
+    std::printf("{\"get_calls_per_s\":%s,\"echo_calls_per_s\":%s,\"get_vs_echo\":%.3f,"
+                "\"version_calls_per_s\":%s,\"in_flight\":%d,\"exec_p50_ms\":null,"
+                "\"driver_exec_p50_ms\":null,\"exec_vs_driver\":null,\"stream_mib_per_s\":null,"
+                "\"read_file_mib_per_s\":null}\n",
+                figure(get_rate).c_str(), figure(echo_rate).c_str(), ratio,
+                figure(version_rate).c_str(), in_flight);
+  return 0;
+}

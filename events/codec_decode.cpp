@@ -1,0 +1,280 @@
+// codec_decode.cpp — Cap'n Proto `Event` record (schemas/events.capnp) -> event, for any
+// bytes: a record that is not an Event is an error value, never a crash or an exception.
+#include "events/event.hpp"
+
+#include "schemas/events.capnp.h"
+
+#include <capnp/message.h>
+#include <capnp/serialize.h>
+#include <kj/exception.h>
+
+#include <algorithm>
+#include <cstring>
+
+namespace sandboxd::events {
+
+namespace {
+
+namespace s = sandboxd::schema;
+
+// Traversal limit per word of input: a well-formed record is read about once; the margin
+// covers zero-sized list elements, which Cap'n Proto charges as one word each.
+constexpr std::uint64_t k_traversal_words_per_word = 4;
+constexpr std::uint64_t k_traversal_words_min = 64;
+// Our schema nests Event > Created > NetworkPolicy > List > Text: five levels.
+constexpr int k_nesting_limit = 8;
+
+// A fault in the bytes, reported as the decode error.
+struct bad_record {
+  std::string what;
+};
+
+std::string str(capnp::Text::Reader r) {
+  return std::string(r.begin(), r.size());
+}
+
+template <class To, class From>
+To open_enum(From v) {
+  return static_cast<To>(static_cast<std::uint16_t>(v));
+}
+
+sandbox_timeouts get_timeouts(s::Timeouts::Reader r) {
+  sandbox_timeouts t;
+  t.idle_timeout = nanoseconds(r.getIdleTimeoutNs());
+  t.on_idle = open_enum<idle_action>(r.getIdleAction());
+  t.idle_pause_mode = open_enum<pause_mode>(r.getIdlePauseMode());
+  t.max_lifetime = nanoseconds(r.getMaxLifetimeNs());
+  t.paused_retention = nanoseconds(r.getPausedRetentionNs());
+  t.timeout = nanoseconds(r.getTimeoutNs());
+  return t;
+}
+
+// An optional digest: an empty Data field is absent; any size but 32 is a bad record.
+std::optional<sha256_digest> get_digest(capnp::Data::Reader d, const char* field) {
+  if (d.size() == 0)
+    return std::nullopt;
+  sha256_digest out{};
+  if (d.size() != out.size())
+    throw bad_record{std::string(field) + " has " + std::to_string(d.size()) + " bytes, not 32"};
+  std::copy(d.begin(), d.end(), out.begin());
+  return out;
+}
+
+std::vector<env_var> get_env(capnp::List<s::EnvVar>::Reader l) {
+  std::vector<env_var> v;
+  v.reserve(l.size());
+  for (auto e : l)
+    v.push_back({str(e.getName()), str(e.getValue()), e.getSecret(),
+                 get_digest(e.getValueSha256(), "EnvVar.valueSha256")});
+  return v;
+}
+
+// The error of a failed operation; code none (0) is no error.
+template <class Reader>
+std::optional<error> get_failure(Reader r) {
+  if (r.getErrorCode() == s::ErrorCode::NONE)
+    return std::nullopt;
+  return error{open_enum<errc>(r.getErrorCode()), str(r.getErrorMessage())};
+}
+
+std::vector<std::string> get_texts(capnp::List<capnp::Text>::Reader l) {
+  std::vector<std::string> v;
+  v.reserve(l.size());
+  for (auto t : l)
+    v.push_back(str(t));
+  return v;
+}
+
+payload read_payload(s::Event::Payload::Reader r) {
+  using W = s::Event::Payload;
+  switch (r.which()) {
+  case W::CREATED: {
+    auto c = r.getCreated();
+    created p;
+    p.template_name = str(c.getTemplate());
+    auto l = c.getLimits();
+    p.limits = {l.getMemoryMib(), l.getCpuMillicores(), l.getPids(), l.getDiskMib()};
+    p.timeouts = get_timeouts(c.getTimeouts());
+    auto n = c.getNetwork();
+    p.network.mode = open_enum<network_mode>(n.getMode());
+    p.network.allowed_hosts = get_texts(n.getAllowedHosts());
+    auto ls = c.getLabels();
+    p.labels.reserve(ls.size());
+    for (auto lb : ls)
+      p.labels.push_back({str(lb.getKey()), str(lb.getValue())});
+    p.runtime = open_enum<runtime_kind>(c.getRuntime());
+    p.client_request_id = str(c.getClientRequestId());
+    p.env = get_env(c.getEnv());
+    return p;
+  }
+  case W::STARTED:
+    return started{};
+  case W::PAUSE_REQUESTED: {
+    auto c = r.getPauseRequested();
+    return pause_requested{open_enum<pause_mode>(c.getMode()),
+                           open_enum<pause_reason>(c.getReason())};
+  }
+  case W::PAUSED: {
+    auto c = r.getPaused();
+    return paused{open_enum<pause_mode>(c.getMode()), c.getWritableLayerBytes()};
+  }
+  case W::RESUME_REQUESTED:
+    return resume_requested{};
+  case W::RESUMED:
+    return resumed{};
+  case W::DELETE_REQUESTED:
+    return delete_requested{open_enum<delete_reason>(r.getDeleteRequested().getReason())};
+  case W::DELETED:
+    return deleted{};
+  case W::FAILED: {
+    auto c = r.getFailed();
+    return failed{open_enum<runtime_step>(c.getStep()), str(c.getReason())};
+  }
+  case W::EXEC_STARTED: {
+    auto c = r.getExecStarted();
+    exec_started p;
+    p.exec_id = str(c.getExecId());
+    p.argv = get_texts(c.getArgv());
+    p.working_directory = str(c.getWorkingDirectory());
+    p.timeout = nanoseconds(c.getTimeoutNs());
+    p.env = get_env(c.getEnv());
+    p.stdin_bytes = c.getStdinBytes();
+    p.stdin_sha256 = get_digest(c.getStdinSha256(), "execStarted.stdinSha256");
+    p.max_output_bytes = c.getMaxOutputBytes();
+    p.background = c.getBackground();
+    return p;
+  }
+  case W::EXEC_FINISHED: {
+    auto c = r.getExecFinished();
+    exec_finished p;
+    p.exec_id = str(c.getExecId());
+    p.exit_code = c.getExitCode();
+    p.signal = c.getSignal();
+    p.duration = nanoseconds(c.getDurationNs());
+    p.stdout_bytes = c.getStdoutBytes();
+    p.stderr_bytes = c.getStderrBytes();
+    p.timed_out = c.getTimedOut();
+    p.oom_killed = c.getOomKilled();
+    p.output_truncated = c.getOutputTruncated();
+    p.stdout_sha256 = get_digest(c.getStdoutSha256(), "execFinished.stdoutSha256");
+    p.stderr_sha256 = get_digest(c.getStderrSha256(), "execFinished.stderrSha256");
+    p.outcome = open_enum<op_outcome>(c.getOutcome());
+    p.failure = get_failure(c);
+    return p;
+  }
+  case W::FILE_WRITTEN: {
+    auto c = r.getFileWritten();
+    auto digest = get_digest(c.getSha256(), "fileWritten.sha256");
+    if (!digest)
+      throw bad_record{"fileWritten.sha256 has 0 bytes, not 32"};
+    return file_written{str(c.getPath()), c.getBytes(), *digest};
+  }
+  case W::FILE_READ: {
+    auto c = r.getFileRead();
+    file_read p;
+    p.path = str(c.getPath());
+    p.bytes = c.getBytes();
+    p.kind = open_enum<file_read_kind>(c.getKind());
+    p.failure = get_failure(c);
+    p.sha256 = get_digest(c.getSha256(), "fileRead.sha256");
+    p.entries = c.getEntries();
+    return p;
+  }
+  case W::FILE_OP_REQUESTED: {
+    auto c = r.getFileOpRequested();
+    file_op_requested p;
+    p.op_id = str(c.getOpId());
+    p.kind = open_enum<file_op_kind>(c.getKind());
+    p.path = str(c.getPath());
+    p.to_path = str(c.getToPath());
+    p.recursive = c.getRecursive();
+    p.mode = c.getMode();
+    p.bytes = c.getBytes();
+    p.sha256 = get_digest(c.getSha256(), "fileOpRequested.sha256");
+    return p;
+  }
+  case W::FILE_OP_FINISHED: {
+    auto c = r.getFileOpFinished();
+    file_op_finished p;
+    p.op_id = str(c.getOpId());
+    p.kind = open_enum<file_op_kind>(c.getKind());
+    p.outcome = open_enum<op_outcome>(c.getOutcome());
+    p.failure = get_failure(c);
+    p.bytes = c.getBytes();
+    p.sha256 = get_digest(c.getSha256(), "fileOpFinished.sha256");
+    return p;
+  }
+  case W::EXEC_KILL_REQUESTED: {
+    auto c = r.getExecKillRequested();
+    return exec_kill_requested{str(c.getExecId()), c.getSignal()};
+  }
+  case W::STORAGE_SAMPLED:
+    return storage_sampled{r.getStorageSampled().getWritableLayerBytes()};
+  case W::SNAPSHOT_TAKEN: {
+    auto c = r.getSnapshotTaken();
+    return snapshot_taken{str(c.getSnapshotId()), c.getWritableLayerBytes()};
+  }
+  case W::TIMEOUT_CHANGED:
+    return timeout_changed{get_timeouts(r.getTimeoutChanged().getTimeouts())};
+  case W::COMMAND_REJECTED: {
+    auto c = r.getCommandRejected();
+    return command_rejected{open_enum<command_kind>(c.getCommand()), open_enum<errc>(c.getCode()),
+                            str(c.getMessage())};
+  }
+  }
+  return unknown{static_cast<std::uint16_t>(r.which())};
+}
+
+decoded invalid(std::string why) {
+  return decoded{make_error(errc::invalid_argument, "record is not a sandboxd Event (" + why +
+                                                      "); skip it and report the log position")};
+}
+
+} // namespace
+
+decoded decode(const void* data, std::size_t size) {
+  if (size < sizeof(capnp::word) || size % sizeof(capnp::word) != 0)
+    return invalid("size " + std::to_string(size) + " is not a positive multiple of 8");
+  const std::size_t n_words = size / sizeof(capnp::word);
+
+  // Cap'n Proto reads words in place, so unaligned input is copied to an aligned buffer.
+  thread_local std::vector<capnp::word> aligned;
+  const capnp::word* words = static_cast<const capnp::word*>(data);
+  if (reinterpret_cast<std::uintptr_t>(data) % alignof(capnp::word) != 0) {
+    aligned.resize(n_words);
+    std::memcpy(aligned.data(), data, size);
+    words = aligned.data();
+  }
+
+  capnp::ReaderOptions options;
+  options.traversalLimitInWords =
+    std::max<std::uint64_t>(k_traversal_words_min, n_words * k_traversal_words_per_word);
+  options.nestingLimit = k_nesting_limit;
+  try {
+    capnp::FlatArrayMessageReader reader(kj::arrayPtr(words, n_words), options);
+    if (reader.getEnd() != words + n_words)
+      return invalid("bytes follow the message");
+    auto r = reader.getRoot<s::Event>();
+    event e;
+    e.event_id = str(r.getEventId());
+    e.sandbox_id = str(r.getSandboxId());
+    e.sequence = r.getSequence();
+    e.tenant = str(r.getTenant());
+    e.principal = str(r.getPrincipal());
+    e.occurred_at = time_point(nanoseconds(r.getOccurredAtNs()));
+    e.correlation_id = str(r.getCorrelationId());
+    e.causation_id = str(r.getCausationId());
+    if (e.sandbox_id.empty())
+      return invalid("no sandbox id");
+    if (e.sequence == 0)
+      return invalid("sequence 0; sequences start at 1");
+    e.body = read_payload(r.getPayload());
+    return decoded{std::move(e)};
+  } catch (const kj::Exception& ex) {
+    return invalid(std::string(ex.getDescription().cStr()));
+  } catch (const bad_record& ex) {
+    return invalid(ex.what);
+  }
+}
+
+} // namespace sandboxd::events

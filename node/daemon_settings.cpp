@@ -1,0 +1,368 @@
+#include "node/daemon_settings.hpp"
+
+#include "node/runtime_set.hpp"
+
+#include <toml++/toml.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <sstream>
+
+namespace sandboxd::node {
+namespace {
+
+events::error invalid(std::string message) {
+  return events::make_error(events::errc::invalid_argument, std::move(message));
+}
+
+// Reads one table of the config file; the first problem found is kept.
+class table_reader {
+public:
+  table_reader(const toml::table& t, std::string where, std::optional<events::error>& failure)
+      : t_(t), where_(std::move(where)), failure_(failure) {}
+
+  void allow(std::initializer_list<std::string_view> keys) {
+    for (auto&& [key, value] : t_)
+      if (std::find(keys.begin(), keys.end(), key.str()) == keys.end()) {
+        std::string list;
+        for (auto k : keys)
+          list += (list.empty() ? "" : ", ") + std::string(k);
+        fail("unknown key `" + std::string(key.str()) + "`; the keys here are: " + list);
+        return;
+      }
+  }
+  void read(std::string_view key, std::string& out) {
+    if (auto* n = present(key)) {
+      if (auto v = n->value<std::string>())
+        out = *v;
+      else
+        fail_type(key, "a string");
+    }
+  }
+  void read(std::string_view key, std::int64_t& out) {
+    if (auto* n = present(key)) {
+      if (auto v = n->value<std::int64_t>(); v && n->is_integer())
+        out = *v;
+      else
+        fail_type(key, "an integer");
+    }
+  }
+  void read(std::string_view key, bool& out) {
+    if (auto* n = present(key)) {
+      if (auto v = n->value<bool>(); v && n->is_boolean())
+        out = *v;
+      else
+        fail_type(key, "true or false");
+    }
+  }
+  void read(std::string_view key, std::vector<std::string>& out) {
+    if (auto* n = present(key)) {
+      const toml::array* a = n->as_array();
+      std::vector<std::string> v;
+      for (std::size_t i = 0; a && i < a->size(); ++i) {
+        auto s = (*a)[i].value<std::string>();
+        if (!s) {
+          a = nullptr;
+          break;
+        }
+        v.push_back(*s);
+      }
+      if (a)
+        out = std::move(v);
+      else
+        fail_type(key, "an array of strings");
+    }
+  }
+  // A sub-table; nullptr when absent (or not a table: then failed).
+  const toml::table* table(std::string_view key) {
+    auto* n = present(key);
+    if (!n)
+      return nullptr;
+    if (!n->is_table()) {
+      fail_type(key, "a table");
+      return nullptr;
+    }
+    return n->as_table();
+  }
+  std::string where(std::string_view sub) const { return where_ + "[" + std::string(sub) + "]"; }
+
+private:
+  const toml::node* present(std::string_view key) {
+    if (failure_)
+      return nullptr;
+    return t_.get(key);
+  }
+  void fail(const std::string& what) {
+    if (!failure_)
+      failure_ = invalid(where_ + ": " + what);
+  }
+  void fail_type(std::string_view key, const char* expected) {
+    fail("`" + std::string(key) + "` must be " + expected);
+  }
+
+  const toml::table& t_;
+  std::string where_;
+  std::optional<events::error>& failure_;
+};
+
+std::string toml_string(const std::string& s) {
+  std::ostringstream o;
+  o << toml::value<std::string>(s);
+  return o.str();
+}
+
+std::string toml_strings(const std::vector<std::string>& v) {
+  std::string out = "[";
+  for (std::size_t i = 0; i < v.size(); ++i)
+    out += (i ? ", " : "") + toml_string(v[i]);
+  return out + "]";
+}
+
+} // namespace
+
+std::optional<events::error> apply_config(daemon_settings& s, std::string_view toml_text,
+                                          const std::string& source) {
+  toml::table doc;
+  try {
+    doc = toml::parse(toml_text, source);
+  } catch (const toml::parse_error& e) {
+    std::ostringstream m;
+    m << "config file " << source << " line " << e.source().begin.line << ": " << e.description()
+      << "; fix the TOML syntax";
+    return invalid(m.str());
+  }
+  std::optional<events::error> failure;
+  const std::string where = "config file " + source;
+  table_reader top(doc, where + " ", failure);
+  top.allow({"data_dir", "listen", "metrics_addr", "log", "event_log", "kafka", "postgres",
+             "runtimes", "tokens", "projections", "tls", "quotas"});
+  top.read("data_dir", s.data_dir);
+  top.read("listen", s.listen);
+  top.read("metrics_addr", s.metrics_addr);
+  if (const auto* t = top.table("log")) {
+    table_reader r(*t, top.where("log"), failure);
+    r.allow({"format", "level"});
+    r.read("format", s.log_format);
+    r.read("level", s.log_level);
+  }
+  if (const auto* t = top.table("event_log")) {
+    table_reader r(*t, top.where("event_log"), failure);
+    r.allow({"kind", "partitions"});
+    r.read("kind", s.event_log);
+    r.read("partitions", s.partitions);
+  }
+  if (const auto* t = top.table("kafka")) {
+    table_reader r(*t, top.where("kafka"), failure);
+    r.allow({"brokers", "topic", "replication_factor", "min_insync_replicas", "properties"});
+    r.read("brokers", s.kafka_brokers);
+    r.read("topic", s.kafka_topic);
+    r.read("replication_factor", s.kafka_replication);
+    r.read("min_insync_replicas", s.kafka_min_insync);
+    if (const auto* p = r.table("properties")) {
+      std::vector<std::pair<std::string, std::string>> props;
+      for (auto&& [key, value] : *p) {
+        auto v = value.value<std::string>();
+        if (!v || !value.is_string()) {
+          if (!failure)
+            failure = invalid(r.where("properties") + ": `" + std::string(key.str()) +
+                              "` must be a string (librdkafka properties are strings)");
+          break;
+        }
+        props.emplace_back(std::string(key.str()), *v);
+      }
+      if (!failure)
+        s.kafka_properties = std::move(props);
+    }
+  }
+  if (const auto* t = top.table("postgres")) {
+    table_reader r(*t, top.where("postgres"), failure);
+    r.allow({"conninfo", "bin_dir"});
+    r.read("conninfo", s.postgres);
+    r.read("bin_dir", s.postgres_bin_dir);
+  }
+  if (const auto* t = top.table("runtimes")) {
+    table_reader r(*t, top.where("runtimes"), failure);
+    r.allow({"enabled", "default"});
+    r.read("enabled", s.runtimes);
+    r.read("default", s.default_runtime);
+  }
+  if (const auto* t = top.table("tokens")) {
+    table_reader r(*t, top.where("tokens"), failure);
+    r.allow({"file", "dev_token"});
+    r.read("file", s.tokens_file);
+    r.read("dev_token", s.dev_token);
+  }
+  if (const auto* t = top.table("tls")) {
+    table_reader r(*t, top.where("tls"), failure);
+    r.allow({"certificate", "key"});
+    r.read("certificate", s.tls_certificate);
+    r.read("key", s.tls_key);
+  }
+  if (const auto* t = top.table("quotas")) {
+    table_reader r(*t, top.where("quotas"), failure);
+    r.allow({"sandboxes", "memory_mib", "disk_mib"});
+    r.read("sandboxes", s.quota_sandboxes);
+    r.read("memory_mib", s.quota_memory_mib);
+    r.read("disk_mib", s.quota_disk_mib);
+  }
+  if (const auto* t = top.table("projections")) {
+    table_reader r(*t, top.where("projections"), failure);
+    r.allow({"projectors"});
+    r.read("projectors", s.projectors);
+  }
+  return failure;
+}
+
+std::optional<events::error> load_config_file(daemon_settings& s, const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in)
+    return events::make_error(events::errc::not_found,
+                              "cannot read config file " + path + "; fix --config");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return apply_config(s, ss.str(), path);
+}
+
+std::string to_toml(const daemon_settings& s) {
+  std::ostringstream o;
+  o << "data_dir = " << toml_string(s.data_dir) << "\n"
+    << "listen = " << toml_strings(s.listen) << "\n"
+    << "metrics_addr = " << toml_string(s.metrics_addr) << "\n\n"
+    << "[log]\nformat = " << toml_string(s.log_format) << "\nlevel = " << toml_string(s.log_level)
+    << "\n\n"
+    << "[event_log]\nkind = " << toml_string(s.event_log) << "\npartitions = " << s.partitions
+    << "\n\n"
+    << "[kafka]\nbrokers = " << toml_string(s.kafka_brokers)
+    << "\ntopic = " << toml_string(s.kafka_topic)
+    << "\nreplication_factor = " << s.kafka_replication
+    << "\nmin_insync_replicas = " << s.kafka_min_insync << "\n\n[kafka.properties]\n";
+  for (const auto& [k, v] : s.kafka_properties)
+    o << toml_string(k) << " = " << toml_string(v) << "\n";
+  o << "\n[postgres]\nconninfo = " << toml_string(s.postgres)
+    << "\nbin_dir = " << toml_string(s.postgres_bin_dir) << "\n\n"
+    << "[runtimes]\nenabled = " << toml_strings(s.runtimes)
+    << "\ndefault = " << toml_string(s.default_runtime) << "\n\n"
+    << "[tokens]\nfile = " << toml_string(s.tokens_file)
+    << "\ndev_token = " << (s.dev_token ? "true" : "false") << "\n\n"
+    << "[projections]\nprojectors = " << s.projectors << "\n\n"
+    << "[tls]\ncertificate = " << toml_string(s.tls_certificate)
+    << "\nkey = " << toml_string(s.tls_key) << "\n\n"
+    << "[quotas]\nsandboxes = " << s.quota_sandboxes << "\nmemory_mib = " << s.quota_memory_mib
+    << "\ndisk_mib = " << s.quota_disk_mib << "\n";
+  return o.str();
+}
+
+daemon_config_result to_daemon_config(const daemon_settings& s) {
+  daemon_config_result r;
+  auto fail = [&](std::string m) {
+    r.failure = invalid(std::move(m));
+    return r;
+  };
+  daemon_config c;
+  if (s.data_dir.empty())
+    return fail("data_dir is empty; give --data-dir");
+  c.node.data_dir = std::filesystem::absolute(s.data_dir).lexically_normal().string();
+  while (c.node.data_dir.size() > 1 && c.node.data_dir.back() == '/')
+    c.node.data_dir.pop_back();
+
+  if (s.log_format == "text")
+    c.format = log_format::text;
+  else if (s.log_format == "json")
+    c.format = log_format::json;
+  else
+    return fail("log format \"" + s.log_format + "\" is unknown; use text or json");
+  static const std::vector<std::string> levels{"trace", "debug", "info", "warn", "error"};
+  if (std::find(levels.begin(), levels.end(), s.log_level) == levels.end())
+    return fail("log level \"" + s.log_level +
+                "\" is unknown; use trace, debug, info, warn or error");
+  c.log_level = s.log_level;
+
+  if (s.event_log == "file") {
+    c.node.log = log_kind::file;
+  } else if (s.event_log == "kafka") {
+    c.node.log = log_kind::kafka;
+    if (s.kafka_brokers.empty())
+      return fail("the kafka event log needs brokers; give --kafka-brokers HOST:PORT[,...]");
+    if (s.kafka_topic.empty())
+      return fail("the kafka topic is empty; give --kafka-topic");
+  } else {
+    return fail("event log \"" + s.event_log + "\" is unknown; use file or kafka");
+  }
+  if (s.partitions < 1 || s.partitions > 1024)
+    return fail("partitions must be 1 to 1024 (it is " + std::to_string(s.partitions) + ")");
+  c.node.partitions = static_cast<std::int32_t>(s.partitions);
+  if (s.kafka_replication < 1 || s.kafka_replication > 32767)
+    return fail("the kafka replication factor must be 1 to 32767 (it is " +
+                std::to_string(s.kafka_replication) + ")");
+  if (s.kafka_min_insync < 1 || s.kafka_min_insync > s.kafka_replication)
+    return fail("the kafka min_insync_replicas must be 1 to the replication factor " +
+                std::to_string(s.kafka_replication) + " (it is " +
+                std::to_string(s.kafka_min_insync) + ")");
+  c.node.kafka.brokers = s.kafka_brokers;
+  c.node.kafka.topic = s.kafka_topic;
+  c.node.kafka.replication_factor = static_cast<std::int16_t>(s.kafka_replication);
+  c.node.kafka.min_insync_replicas = static_cast<std::int32_t>(s.kafka_min_insync);
+  c.node.kafka.config = s.kafka_properties;
+
+  c.node.postgres = s.postgres;
+  c.node.postgres_bin_dir = s.postgres_bin_dir;
+
+  for (const auto& name : s.runtimes) {
+    auto k = parse_runtime_kind(name);
+    if (!k)
+      return fail("runtime \"" + name + "\" is unknown; use runsc, crun or hollow");
+    c.node.runtimes.push_back(*k);
+  }
+  if (!s.default_runtime.empty()) {
+    auto k = parse_runtime_kind(s.default_runtime);
+    if (!k)
+      return fail("default runtime \"" + s.default_runtime +
+                  "\" is unknown; use runsc, crun or hollow");
+    c.node.default_runtime = *k;
+  }
+
+  c.node.tokens_file = s.tokens_file.empty()
+                         ? ""
+                         : std::filesystem::absolute(s.tokens_file).lexically_normal().string();
+  c.node.dev_token = s.dev_token;
+  if (s.projectors < 1 || s.projectors > 64)
+    return fail("projectors must be 1 to 64 (it is " + std::to_string(s.projectors) + ")");
+  c.node.projectors = static_cast<std::size_t>(s.projectors);
+
+  const std::vector<std::string> listen =
+    s.listen.empty() ? std::vector<std::string>{"unix:" + c.node.data_dir + "/sandboxd.sock"}
+                     : s.listen;
+  for (const auto& text : listen) {
+    auto a = parse_listen_address(text);
+    if (!a.value)
+      return fail(a.failure->message);
+    c.listen.push_back(*a.value);
+  }
+  if (!s.metrics_addr.empty()) {
+    auto a = parse_tcp_endpoint(s.metrics_addr);
+    if (!a.value)
+      return fail("metrics address: " + a.failure->message);
+    c.metrics = a.value;
+  }
+  if (s.tls_certificate.empty() != s.tls_key.empty())
+    return fail("TLS needs both a certificate and a key; give --tls-cert and --tls-key");
+  auto absolute = [](const std::string& p) {
+    return p.empty() ? p : std::filesystem::absolute(p).lexically_normal().string();
+  };
+  c.tls_certificate = absolute(s.tls_certificate);
+  c.tls_key = absolute(s.tls_key);
+  for (const auto& [name, v] :
+       {std::pair{"sandboxes", s.quota_sandboxes}, std::pair{"memory_mib", s.quota_memory_mib},
+        std::pair{"disk_mib", s.quota_disk_mib}})
+    if (v < 0)
+      return fail(std::string("quota ") + name + " is negative; use 0 for no limit");
+  c.quota = {static_cast<std::uint64_t>(s.quota_sandboxes),
+             static_cast<std::uint64_t>(s.quota_memory_mib),
+             static_cast<std::uint64_t>(s.quota_disk_mib)};
+  r.value = std::move(c);
+  return r;
+}
+
+} // namespace sandboxd::node

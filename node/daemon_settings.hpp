@@ -1,0 +1,90 @@
+// daemon_settings — what the sandboxd daemon is told to run: the config file (TOML) and the
+// flags, as one set of settings, then checked and turned into a node_config.
+//
+// The config file's schema is in docs/operations.md. Reading it is strict: an unknown
+// table or key, or a value of the wrong type, is an invalid_argument that names the key,
+// so a typo never silently leaves a default in place. Flags are applied after the file
+// (apps/sandboxd.cpp), so a flag wins over the file.
+#pragma once
+
+#include "events/errc.hpp"
+#include "node/listen_address.hpp"
+#include "node/node_config.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace sandboxd::node {
+
+struct daemon_settings {
+  std::string data_dir = "./var";
+  std::vector<std::string> listen; // empty: unix:DATA_DIR/sandboxd.sock
+  std::string metrics_addr;        // empty: no metrics endpoint
+  std::string log_format = "text"; // text | json
+  std::string log_level = "info";  // trace | debug | info | warn | error
+  std::string event_log = "file";  // file | kafka
+  std::int64_t partitions = 8;
+  std::string kafka_brokers;
+  std::string kafka_topic = "sandboxd-events";
+  std::int64_t kafka_replication = 3;
+  std::int64_t kafka_min_insync = 2;
+  std::vector<std::pair<std::string, std::string>> kafka_properties;
+  std::string postgres; // conninfo; empty: embedded
+  std::string postgres_bin_dir = "/usr/lib/postgresql/15/bin";
+  std::vector<std::string> runtimes; // empty: runsc, or crun where runsc cannot run
+  std::string default_runtime;       // empty: runsc when held, else the first
+  std::string tokens_file;
+  bool dev_token = true;
+  std::int64_t projectors = 2;
+  // TLS for RPC on TCP addresses that are not loopback (PEM files).
+  std::string tls_certificate;
+  std::string tls_key;
+  // Every tenant's quota; 0: no limit.
+  std::int64_t quota_sandboxes = 0;
+  std::int64_t quota_memory_mib = 0;
+  std::int64_t quota_disk_mib = 0;
+};
+
+// Reads a config file's text into `s` (keys it does not set keep their values). `source`
+// names the file in messages.
+std::optional<events::error> apply_config(daemon_settings& s, std::string_view toml_text,
+                                          const std::string& source);
+// Reads the file at `path` (not_found when it cannot be read).
+std::optional<events::error> load_config_file(daemon_settings& s, const std::string& path);
+
+// The settings as a config file that reads back to the same settings.
+std::string to_toml(const daemon_settings& s);
+
+enum class log_format { text, json };
+
+// A tenant's quota: live sandboxes, their memory and their disk; 0 is no limit.
+struct quota_settings {
+  std::uint64_t sandboxes = 0;
+  std::uint64_t memory_mib = 0;
+  std::uint64_t disk_mib = 0;
+};
+
+struct daemon_config {
+  node_config node;
+  std::vector<listen_address> listen; // the RPC server's addresses; at least one
+  std::string tls_certificate;        // absolute, or empty
+  std::string tls_key;
+  quota_settings quota;
+  std::optional<listen_address> metrics; // tcp
+  log_format format = log_format::text;
+  std::string log_level;
+};
+
+struct daemon_config_result {
+  std::optional<daemon_config> value;
+  std::optional<events::error> failure; // invalid_argument naming the setting
+};
+
+// Checks every setting; relative paths are taken from the working directory.
+daemon_config_result to_daemon_config(const daemon_settings& s);
+
+} // namespace sandboxd::node

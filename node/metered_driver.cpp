@@ -1,0 +1,80 @@
+#include "node/metered_driver.hpp"
+
+#include <chrono>
+
+namespace sandboxd::node {
+
+metered_driver::metered_driver(runtime::driver& inner, node_probe& probe)
+    : inner_(inner), metrics_(probe.driver(inner.name())) {}
+
+template <class F>
+auto metered_driver::timed(driver_call call, F&& f) -> decltype(f()) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto r = f();
+  const auto i = static_cast<std::size_t>(call);
+  metrics_.seconds[i]->Observe(
+    std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  if (!r.ok())
+    metrics_.failures[i]->Increment();
+  return r;
+}
+
+runtime::outcome<runtime::sandbox_info>
+metered_driver::create(const runtime::create_request& request) {
+  return timed(driver_call::create, [&] { return inner_.create(request); });
+}
+
+runtime::outcome<void> metered_driver::start(const std::string& id) {
+  return timed(driver_call::start, [&] { return inner_.start(id); });
+}
+
+runtime::outcome<runtime::exec_result> metered_driver::exec(const std::string& id,
+                                                            const runtime::exec_request& request) {
+  return timed(driver_call::exec, [&] { return inner_.exec(id, request); });
+}
+
+runtime::outcome<void> metered_driver::pause(const std::string& id, runtime::pause_mode mode) {
+  return timed(driver_call::pause, [&] { return inner_.pause(id, mode); });
+}
+
+runtime::outcome<void> metered_driver::resume(const std::string& id) {
+  return timed(driver_call::resume, [&] { return inner_.resume(id); });
+}
+
+runtime::outcome<void> metered_driver::remove(const std::string& id) {
+  return timed(driver_call::remove, [&] { return inner_.remove(id); });
+}
+
+runtime::outcome<std::string> metered_driver::read_file(const std::string& id,
+                                                        const std::string& path) {
+  return timed(driver_call::read_file, [&] { return inner_.read_file(id, path); });
+}
+
+runtime::outcome<void> metered_driver::write_file(const std::string& id, const std::string& path,
+                                                  std::string_view content, std::uint32_t mode) {
+  return timed(driver_call::write_file, [&] { return inner_.write_file(id, path, content, mode); });
+}
+
+runtime::outcome<std::vector<runtime::dir_entry>>
+metered_driver::list_dir(const std::string& id, const std::string& path) {
+  return timed(driver_call::list_dir, [&] { return inner_.list_dir(id, path); });
+}
+
+runtime::outcome<runtime::file_info> metered_driver::stat(const std::string& id,
+                                                          const std::string& path) {
+  return timed(driver_call::stat, [&] { return inner_.stat(id, path); });
+}
+
+runtime::outcome<runtime::usage_info> metered_driver::usage(const std::string& id) {
+  return timed(driver_call::usage, [&] { return inner_.usage(id); });
+}
+
+runtime::outcome<runtime::sandbox_info> metered_driver::inspect(const std::string& id) {
+  return timed(driver_call::inspect, [&] { return inner_.inspect(id); });
+}
+
+runtime::outcome<std::vector<runtime::sandbox_info>> metered_driver::list() {
+  return timed(driver_call::list, [&] { return inner_.list(); });
+}
+
+} // namespace sandboxd::node

@@ -1,0 +1,482 @@
+#include "node/node.hpp"
+
+#include "events/file_log.hpp"
+#include "events/kafka_log.hpp"
+#include "node/data_directory.hpp"
+#include "node/embedded_postgres.hpp"
+#include "node/metered_log.hpp"
+#include "node/runtime_quiesce.hpp"
+#include "node/runtime_set.hpp"
+#include "projections/migrations.hpp"
+
+#include <pqxx/pqxx>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <chrono>
+#include <future>
+#include <regex>
+#include <thread>
+
+namespace sandboxd::node {
+
+using steady = std::chrono::steady_clock;
+
+struct node::figures_connection {
+  std::unique_ptr<pqxx::connection> conn;
+};
+
+namespace {
+
+std::string join(const std::vector<std::string>& v, const char* sep = ", ") {
+  std::string out;
+  for (const auto& s : v)
+    out += (out.empty() ? "" : sep) + s;
+  return out;
+}
+
+std::string kinds_text(const std::vector<events::runtime_kind>& kinds) {
+  std::vector<std::string> names;
+  for (auto k : kinds)
+    names.push_back(events::to_string(k));
+  return join(names);
+}
+
+actors::command_reply unavailable(std::string why) {
+  actors::command_reply r;
+  r.failure = events::make_error(events::errc::unavailable, std::move(why));
+  return r;
+}
+
+// A conninfo whose connection attempt gives up instead of hanging on an unreachable host.
+std::string with_connect_timeout(const std::string& conninfo) {
+  if (conninfo.find("://") != std::string::npos ||
+      conninfo.find("connect_timeout") != std::string::npos)
+    return conninfo;
+  return conninfo + " connect_timeout=10";
+}
+
+// Recovery reads every partition first. A Kafka topic made a moment ago may not have a
+// leader for each partition yet ("Not leader for partition"): wait until every partition
+// answers, or fail with what the last attempt said.
+void wait_until_readable(events::event_log& log, std::chrono::milliseconds timeout) {
+  const auto until = steady::now() + timeout;
+  for (std::int32_t p = 0; p < log.partitions();) {
+    const auto end = log.end_offset(p);
+    if (end.ok()) {
+      ++p;
+      continue;
+    }
+    if (steady::now() > until)
+      throw start_error(log.describe() + " does not answer for partition " + std::to_string(p) +
+                        ": " + end.failure->message);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+} // namespace
+
+std::string redact_conninfo(const std::string& conninfo) {
+  static const std::regex key_value(R"((password\s*=\s*)('([^'\\]|\\.)*'|\S+))", std::regex::icase);
+  static const std::regex uri(R"((://[^:/@]*:)[^@]*@)");
+  std::string out = std::regex_replace(conninfo, key_value, "$1***");
+  return std::regex_replace(out, uri, "$1***@");
+}
+
+node::node(node_config config)
+    : config_(std::move(config)), probe_(std::make_shared<node_probe>()),
+      figures_conn_(std::make_unique<figures_connection>()) {}
+
+node::~node() {
+  stop();
+}
+
+bool node::running() const {
+  std::shared_lock l(gate_);
+  return running_;
+}
+
+void node::start() {
+  std::unique_lock l(gate_);
+  if (running_)
+    return;
+  const auto t0 = steady::now();
+  const char* part = "data directory";
+  try {
+    // 1. The data directory, the tokens.
+    std::optional<gid_t> traverse_group;
+    if (config_.postgres.empty() && ::geteuid() == 0)
+      traverse_group = embedded_postgres::server_identity().second;
+    dir_ = std::make_unique<data_directory>(config_.data_dir, traverse_group);
+    config_.data_dir = dir_->path();
+    part = "tokens";
+    tokens_ = token_table{};
+    if (!config_.tokens_file.empty()) {
+      auto loaded = load_tokens(config_.tokens_file);
+      if (!loaded.value)
+        throw start_error(loaded.failure->message);
+      tokens_ = std::move(*loaded.value);
+    }
+    if (config_.dev_token) {
+      const auto dev = ensure_dev_token(dev_token_path());
+      if (auto e = tokens_.add(token_sha256(dev.token), dev_token_identity()))
+        throw start_error(e->message);
+      spdlog::info("development token (tenant dev, scopes sandboxes and admin) {} {}",
+                   dev.made ? "made in" : "in", dev_token_path());
+    }
+
+    // 2. The event log.
+    part = "event log";
+    if (config_.log == log_kind::file) {
+      events::file_log_options o;
+      o.dir = *dir_ / "log";
+      o.partitions = config_.partitions;
+      raw_log_ = std::make_unique<events::file_log>(o);
+    } else {
+      if (config_.kafka.brokers.empty())
+        throw start_error("the Kafka log needs brokers; give --kafka-brokers");
+      events::kafka_log_options o;
+      o.bootstrap_servers = config_.kafka.brokers;
+      o.topic = config_.kafka.topic;
+      o.partitions = config_.partitions;
+      o.replication_factor = config_.kafka.replication_factor;
+      o.min_insync_replicas = config_.kafka.min_insync_replicas;
+      o.config = config_.kafka.config;
+      raw_log_ = std::make_unique<events::kafka_log>(o);
+    }
+    wait_until_readable(*raw_log_, std::chrono::seconds(30));
+    log_ = std::make_unique<metered_log>(*raw_log_, *probe_, config_.on_append);
+    spdlog::info("event log: {} ({} partitions)", log_->describe(), log_->partitions());
+
+    // 3. PostgreSQL.
+    part = "PostgreSQL";
+    if (config_.postgres.empty()) {
+      embedded_postgres_options o;
+      o.dir = *dir_ / "postgres";
+      o.bin_dir = config_.postgres_bin_dir;
+      postgres_ = std::make_unique<embedded_postgres>(o);
+      conninfo_ = postgres_->conninfo();
+    } else {
+      conninfo_ = config_.postgres;
+      try {
+        pqxx::connection probe(with_connect_timeout(conninfo_));
+      } catch (const std::exception& e) {
+        throw start_error("PostgreSQL at \"" + redact_conninfo(conninfo_) +
+                          "\" is unreachable: " + e.what() +
+                          "; start it, fix --postgres, or leave --postgres out for the "
+                          "embedded one");
+      }
+    }
+
+    // 4. Migrations.
+    part = "read-model migrations";
+    {
+      pqxx::connection c(conninfo_);
+      const auto m = projections::apply_migrations(c, config_.schema);
+      spdlog::info("read models: schema {} at migration {}{}", config_.schema, m.current_version,
+                   m.applied.empty() ? ""
+                                     : " (" + std::to_string(m.applied.size()) + " applied now)");
+    }
+
+    // 5. Runtimes.
+    part = "runtimes";
+    const runtime_choice choice = choose_runtimes(config_.runtimes, config_.default_runtime);
+    for (const auto& w : choice.warnings)
+      spdlog::warn("{}", w);
+    runtimes_ = std::make_unique<runtime_set>(choice, *dir_ / "runtimes", *probe_);
+    const auto restored = restore_sandboxes(*runtimes_, *dir_ / "quiesced");
+    if (!restored.restored.empty())
+      spdlog::info("runtimes: {} sandboxes quiesced at the last stop run again: {}",
+                   restored.restored.size(), join(restored.restored));
+    for (const auto& f : restored.failed)
+      spdlog::error("runtimes: a sandbox quiesced at the last stop does not run again: {}", f);
+    spdlog::info("runtimes: {} (default {})", kinds_text(choice.kinds),
+                 events::to_string(choice.default_kind));
+
+    // 6. The control plane.
+    part = "control plane";
+    actors::control_plane_options o = config_.plane;
+    o.log = log_.get();
+    o.driver = &runtimes_->default_driver();
+    o.data_dir = *dir_ / "control";
+    o.driver_never_blocks = o.driver->never_blocks();
+    plane_ = std::make_unique<actors::control_plane>(o);
+    const auto& rec = plane_->recovery();
+    spdlog::info("control plane: recovered {} sandboxes in {:.2f} s ({} events replayed, {} "
+                 "steps finished, {} failed, {} orphans removed)",
+                 rec.sandboxes, rec.seconds, rec.events_replayed, rec.finished.size(),
+                 rec.failed.size(), rec.orphans_removed.size());
+
+    // 7. Projectors.
+    part = "projectors";
+    const auto partitions = static_cast<std::size_t>(log_->partitions());
+    const std::size_t count = std::clamp<std::size_t>(config_.projectors, 1, partitions);
+    for (std::size_t k = 0; k < count; ++k) {
+      projections::projector_options po;
+      po.schema = config_.schema;
+      if (count > 1)
+        for (std::size_t p = k; p < partitions; p += count)
+          po.partitions.push_back(static_cast<std::int32_t>(p));
+      po.on_commit = config_.on_projection_commit;
+      projectors_.push_back(std::make_unique<projections::projector>(*log_, conninfo_, po));
+    }
+    for (auto& p : projectors_)
+      p->start();
+  } catch (const start_error& e) {
+    teardown();
+    throw start_error(std::string(part) + ": " + e.what());
+  } catch (const std::exception& e) {
+    teardown();
+    throw start_error(std::string(part) + ": " + e.what());
+  }
+  running_ = true;
+  accepting_ = true;
+  probe_->set_figures([this] { return figures(); });
+  spdlog::info("node started in {:.2f} s on {}",
+               std::chrono::duration<double>(steady::now() - t0).count(), config_.data_dir);
+}
+
+void node::stop() {
+  // Before the gate: a scrape in progress holds the probe and waits for the gate.
+  probe_->set_figures({});
+  std::unique_lock l(gate_);
+  if (!running_)
+    return;
+  accepting_ = false;
+  spdlog::info("node stopping: no more commands");
+  teardown();
+  running_ = false;
+  spdlog::info("node stopped");
+}
+
+void node::teardown() {
+  if (plane_) {
+    plane_.reset();
+    spdlog::info("control plane stopped (journal flushed)");
+  }
+  fail_pending("the node stopped before the command's reply; its outcome is in the log: "
+               "ask again once sandboxd runs");
+  if (runtimes_) {
+    try {
+      const auto q = quiesce_sandboxes(*runtimes_, *dir_ / "quiesced");
+      if (!q.stopped.empty())
+        spdlog::info("runtimes: {} running sandboxes stopped until the next start: {}",
+                     q.stopped.size(), join(q.stopped));
+      if (!q.kept.empty())
+        spdlog::warn("runtimes: {} memory-paused sandboxes keep their state as it is (a crun "
+                     "sandbox's frozen processes, a runsc sandbox's checkpoint and mount): {}",
+                     q.kept.size(), join(q.kept));
+      for (const auto& f : q.failed)
+        spdlog::error("runtimes: could not stop a sandbox: {}", f);
+    } catch (const std::exception& e) {
+      spdlog::error("runtimes: quiescing the sandboxes failed: {}", e.what());
+    }
+    runtimes_.reset();
+  }
+  for (auto& p : projectors_)
+    p->stop();
+  for (auto& p : projectors_) {
+    try {
+      p->catch_up();
+    } catch (const std::exception& e) {
+      spdlog::warn("projector: the final catch-up failed ({}); the read models catch up at the "
+                   "next start",
+                   e.what());
+    }
+  }
+  if (!projectors_.empty())
+    spdlog::info("projectors stopped");
+  projectors_.clear();
+  {
+    std::lock_guard f(figures_mu_);
+    figures_conn_->conn.reset();
+  }
+  log_.reset();
+  raw_log_.reset();
+  postgres_.reset();
+  dir_.reset();
+}
+
+void node::fail_pending(const std::string& why) {
+  std::unordered_map<std::uint64_t, actors::reply_fn> left;
+  {
+    std::lock_guard l(pending_mu_);
+    left.swap(pending_);
+  }
+  for (auto& [id, done] : left)
+    done(unavailable(why));
+}
+
+void node::submit(std::string sandbox_id, actors::command c, actors::reply_when when,
+                  actors::reply_fn done) {
+  std::shared_lock l(gate_);
+  if (!accepting_ || !plane_) {
+    l.unlock();
+    done(unavailable("sandboxd is not running (starting or stopping); retry once it runs"));
+    return;
+  }
+  std::uint64_t id;
+  {
+    std::lock_guard p(pending_mu_);
+    id = next_pending_++;
+    pending_.emplace(id, std::move(done));
+  }
+  plane_->submit(std::move(sandbox_id), std::move(c), when, [this, id](actors::command_reply r) {
+    actors::reply_fn fn;
+    {
+      std::lock_guard p(pending_mu_);
+      auto it = pending_.find(id);
+      if (it == pending_.end())
+        return;
+      fn = std::move(it->second);
+      pending_.erase(it);
+    }
+    fn(std::move(r));
+  });
+}
+
+actors::command_reply node::call(std::string sandbox_id, actors::command c,
+                                 actors::reply_when when) {
+  auto promise = std::make_shared<std::promise<actors::command_reply>>();
+  auto reply = promise->get_future();
+  submit(std::move(sandbox_id), std::move(c), when,
+         [promise](actors::command_reply r) { promise->set_value(std::move(r)); });
+  return reply.get();
+}
+
+actors::command_reply node::get(std::string sandbox_id, std::string tenant) {
+  std::shared_lock l(gate_);
+  if (!accepting_ || !plane_)
+    return unavailable("sandboxd is not running (starting or stopping); retry once it runs");
+  return plane_->get(std::move(sandbox_id), std::move(tenant));
+}
+
+actors::control_plane& node::plane() {
+  if (!plane_)
+    throw std::logic_error("node::plane() while the node is not running");
+  return *plane_;
+}
+
+events::event_log& node::log() {
+  if (!log_)
+    throw std::logic_error("node::log() while the node is not running");
+  return *log_;
+}
+
+const std::vector<events::runtime_kind>& node::runtimes() const {
+  static const std::vector<events::runtime_kind> none;
+  return runtimes_ ? runtimes_->kinds() : none;
+}
+
+events::runtime_kind node::default_runtime() const {
+  return runtimes_ ? runtimes_->default_kind() : events::runtime_kind::runsc;
+}
+
+runtime::driver* node::driver(events::runtime_kind kind) {
+  return runtimes_ ? runtimes_->find(kind) : nullptr;
+}
+
+std::string node::runtime_dir(events::runtime_kind kind) const {
+  return config_.data_dir + "/runtimes/" + events::to_string(kind);
+}
+
+std::string node::dev_token_path() const {
+  return config_.dev_token ? config_.data_dir + "/dev-token" : "";
+}
+
+const actors::recovery_report& node::recovery() const {
+  if (!plane_)
+    throw std::logic_error("node::recovery() while the node is not running");
+  return plane_->recovery();
+}
+
+std::vector<projections::partition_lag> node::lag() {
+  std::shared_lock l(gate_);
+  std::vector<projections::partition_lag> out;
+  for (auto& p : projectors_)
+    for (const auto& x : p->lag())
+      out.push_back(x);
+  std::sort(out.begin(), out.end(),
+            [](const auto& a, const auto& b) { return a.partition < b.partition; });
+  return out;
+}
+
+void node::catch_up(std::chrono::milliseconds timeout) {
+  std::shared_lock l(gate_);
+  std::vector<std::int64_t> ends;
+  for (std::int32_t p = 0; log_ && p < log_->partitions(); ++p)
+    ends.push_back(log_->end_offset(p).offset);
+  const auto until = steady::now() + timeout;
+  for (;;) {
+    bool behind = false;
+    std::string last_error;
+    for (auto& p : projectors_) {
+      for (const auto& x : p->lag())
+        behind = behind || x.next_offset < ends[static_cast<std::size_t>(x.partition)];
+      if (const auto st = p->status(); !st.last_error.empty())
+        last_error = st.last_error;
+    }
+    if (!behind)
+      return;
+    if (steady::now() > until)
+      throw std::runtime_error("the read models did not catch up with the log within " +
+                               std::to_string(timeout.count()) + " ms" +
+                               (last_error.empty() ? "" : "; last projector error: " + last_error));
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+node_status node::status() {
+  std::shared_lock l(gate_);
+  node_status s;
+  s.running = running_;
+  s.data_dir = config_.data_dir;
+  if (log_)
+    s.log = log_->describe();
+  s.postgres =
+    postgres_ ? "embedded (" + config_.data_dir + "/postgres)" : redact_conninfo(config_.postgres);
+  if (runtimes_) {
+    s.runtimes = runtimes_->kinds();
+    s.default_runtime = runtimes_->default_kind();
+  }
+  for (auto& p : projectors_) {
+    for (const auto& x : p->lag())
+      s.lag.push_back(x);
+    s.projectors.push_back(p->status());
+  }
+  std::sort(s.lag.begin(), s.lag.end(),
+            [](const auto& a, const auto& b) { return a.partition < b.partition; });
+  if (plane_)
+    s.directory = plane_->stats();
+  return s;
+}
+
+node_figures node::figures() {
+  node_figures f;
+  const node_status s = status();
+  f.lag = s.lag;
+  for (const auto& p : s.projectors)
+    f.projection_failures += p.failures;
+  f.actors_active = s.directory.active;
+  f.actors_dormant = s.directory.dormant;
+  f.timers = s.directory.timers;
+  f.runtime = events::to_string(s.default_runtime);
+  std::lock_guard l(figures_mu_);
+  try {
+    auto& c = figures_conn_->conn;
+    if (!c || !c->is_open())
+      c = std::make_unique<pqxx::connection>(conninfo_);
+    pqxx::read_transaction tx(*c);
+    tx.exec("SET LOCAL statement_timeout = 5000");
+    for (const auto& row : tx.exec("SELECT state, count(*) FROM " + tx.quote_name(config_.schema) +
+                                   ".sandboxes GROUP BY state"))
+      f.sandboxes_by_state[row[0].as<std::string>()] = row[1].as<std::int64_t>();
+    f.sandboxes_known = true;
+  } catch (const std::exception& e) {
+    figures_conn_->conn.reset();
+    spdlog::warn("metrics: the sandboxes read model cannot be read: {}", e.what());
+  }
+  return f;
+}
+
+} // namespace sandboxd::node

@@ -1,0 +1,152 @@
+#include "node/node_probe.hpp"
+
+#include "node/version.hpp"
+
+#include <string>
+
+namespace sandboxd::node {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& append_buckets() {
+  static const prometheus::Histogram::BucketBoundaries b{0.0005, 0.001, 0.002, 0.005, 0.01, 0.02,
+                                                         0.05,   0.1,   0.2,   0.5,   1,    5};
+  return b;
+}
+
+const prometheus::Histogram::BucketBoundaries& driver_buckets() {
+  static const prometheus::Histogram::BucketBoundaries b{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25,
+                                                         0.5,   1,     2.5,  5,     10,   60};
+  return b;
+}
+
+const char* const k_states[] = {"creating", "running",  "pausing", "paused",
+                                "resuming", "deleting", "deleted", "failed"};
+
+} // namespace
+
+std::string_view to_string(driver_call c) {
+  static constexpr std::array<std::string_view, k_driver_calls> names{
+    "create",     "start",    "exec", "pause", "resume",  "remove", "read_file",
+    "write_file", "list_dir", "stat", "usage", "inspect", "list"};
+  return names[static_cast<std::size_t>(c)];
+}
+
+node_probe::node_probe()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      appends_(prometheus::BuildCounter()
+                 .Name("sandboxd_log_appends_total")
+                 .Help("Appends to the event log that completed, by outcome")
+                 .Register(*registry_)),
+      appends_ok_(appends_.Add({{"outcome", "ok"}})),
+      appends_failed_(appends_.Add({{"outcome", "failed"}})),
+      events_appended_(prometheus::BuildCounter()
+                         .Name("sandboxd_events_appended_total")
+                         .Help("Events made durable in the event log")
+                         .Register(*registry_)
+                         .Add({})),
+      append_seconds_(prometheus::BuildHistogram()
+                        .Name("sandboxd_log_append_seconds")
+                        .Help("Event log append latency: issued to durable (or failed)")
+                        .Register(*registry_)
+                        .Add({}, append_buckets())),
+      driver_seconds_(prometheus::BuildHistogram()
+                        .Name("sandboxd_driver_call_seconds")
+                        .Help("Sandbox runtime driver call latency, by runtime and call")
+                        .Register(*registry_)),
+      driver_failures_(prometheus::BuildCounter()
+                         .Name("sandboxd_driver_call_failures_total")
+                         .Help("Sandbox runtime driver calls that returned an error")
+                         .Register(*registry_)),
+      sandboxes_(prometheus::BuildGauge()
+                   .Name("sandboxd_sandboxes")
+                   .Help("Sandboxes by state (the sandboxes read model) and runtime")
+                   .Register(*registry_)),
+      lag_(prometheus::BuildGauge()
+             .Name("sandboxd_projection_lag_records")
+             .Help("Records of the event log not yet applied to the read models, by partition")
+             .Register(*registry_)),
+      end_offset_(prometheus::BuildGauge()
+                    .Name("sandboxd_log_end_offset")
+                    .Help("Records in the event log, by partition")
+                    .Register(*registry_)),
+      projection_failures_(prometheus::BuildCounter()
+                             .Name("sandboxd_projection_step_failures_total")
+                             .Help("Projector steps that failed and were retried")
+                             .Register(*registry_)
+                             .Add({})),
+      actors_(prometheus::BuildGauge()
+                .Name("sandboxd_actors")
+                .Help("Sandboxes with a live actor (active) or passivated (dormant)")
+                .Register(*registry_)),
+      timers_(prometheus::BuildGauge()
+                .Name("sandboxd_timers")
+                .Help("Entries in the control plane's timer queue")
+                .Register(*registry_)
+                .Add({})) {
+  prometheus::BuildGauge()
+    .Name("sandboxd_build_info")
+    .Help("sandboxd's version")
+    .Register(*registry_)
+    .Add({{"version", std::string(version())}})
+    .Set(1);
+}
+
+node_probe::driver_instruments& node_probe::driver(std::string_view runtime) {
+  std::lock_guard l(drivers_mu_);
+  auto it = drivers_.find(runtime);
+  if (it != drivers_.end())
+    return it->second;
+  driver_instruments& d = drivers_[std::string(runtime)];
+  for (std::size_t i = 0; i < k_driver_calls; ++i) {
+    const prometheus::Labels labels{{"runtime", std::string(runtime)},
+                                    {"call", std::string(to_string(static_cast<driver_call>(i)))}};
+    d.seconds[i] = &driver_seconds_.Add(labels, driver_buckets());
+    d.failures[i] = &driver_failures_.Add(labels);
+  }
+  return d;
+}
+
+void node_probe::log_appended(std::size_t records, std::chrono::nanoseconds latency, bool ok) {
+  (ok ? appends_ok_ : appends_failed_).Increment();
+  if (ok)
+    events_appended_.Increment(static_cast<double>(records));
+  append_seconds_.Observe(std::chrono::duration<double>(latency).count());
+}
+
+void node_probe::set_figures(std::function<node_figures()> figures) {
+  std::lock_guard l(scrape_mu_);
+  figures_ = std::move(figures);
+}
+
+void node_probe::refresh() const {
+  std::lock_guard l(scrape_mu_);
+  if (!figures_)
+    return;
+  const node_figures f = figures_();
+  if (f.sandboxes_known) {
+    for (const char* s : k_states) {
+      auto it = f.sandboxes_by_state.find(s);
+      sandboxes_.Add({{"state", s}, {"runtime", f.runtime}})
+        .Set(it == f.sandboxes_by_state.end() ? 0.0 : static_cast<double>(it->second));
+    }
+  }
+  for (const auto& p : f.lag) {
+    const prometheus::Labels labels{{"partition", std::to_string(p.partition)}};
+    lag_.Add(labels).Set(static_cast<double>(p.lag()));
+    end_offset_.Add(labels).Set(static_cast<double>(p.end_offset));
+  }
+  if (f.projection_failures > failures_seen_) {
+    projection_failures_.Increment(static_cast<double>(f.projection_failures - failures_seen_));
+    failures_seen_ = f.projection_failures;
+  }
+  actors_.Add({{"kind", "active"}}).Set(static_cast<double>(f.actors_active));
+  actors_.Add({{"kind", "dormant"}}).Set(static_cast<double>(f.actors_dormant));
+  timers_.Set(static_cast<double>(f.timers));
+}
+
+std::vector<prometheus::MetricFamily> node_probe::Collect() const {
+  refresh();
+  return registry_->Collect();
+}
+
+} // namespace sandboxd::node

@@ -1,0 +1,120 @@
+// node_probe — the node's Prometheus metrics (prometheus-cpp): what the log, the drivers
+// and the read models report, in one registry that an exposer serves.
+//
+// Moved as things happen (by metered_log and metered_driver):
+//   sandboxd_log_appends_total{outcome}              appends completed, ok or failed
+//   sandboxd_events_appended_total                   records made durable
+//   sandboxd_log_append_seconds                      append issued -> completed
+//   sandboxd_driver_call_seconds{runtime,call}       each driver call (create, start, exec, ...)
+//   sandboxd_driver_call_failures_total{runtime,call}
+// Read at each scrape (the node's figures function):
+//   sandboxd_sandboxes{state,runtime}                the `sandboxes` read model, by state
+//   sandboxd_projection_lag_records{partition}       log end offset - committed offset
+//   sandboxd_log_end_offset{partition}
+//   sandboxd_projection_step_failures_total          projector steps that failed and were retried
+//   sandboxd_actors{kind="active"|"dormant"}, sandboxd_timers
+//   sandboxd_build_info{version}                     1
+//
+// Thread-safe: the decorators call it from the log's and the pool's threads, a scrape
+// from the exposer's. Later layers (the RPC server) add their own families to registry().
+#pragma once
+
+#include "projections/projector.hpp"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <array>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace sandboxd::node {
+
+// The driver calls that are timed, in the order of driver.hpp.
+enum class driver_call : std::uint8_t {
+  create,
+  start,
+  exec,
+  pause,
+  resume,
+  remove,
+  read_file,
+  write_file,
+  list_dir,
+  stat,
+  usage,
+  inspect,
+  list,
+};
+inline constexpr std::size_t k_driver_calls = 13;
+std::string_view to_string(driver_call c);
+
+// What a scrape reads from the node.
+struct node_figures {
+  bool sandboxes_known = false; // the read model answered; else sandboxd_sandboxes stays as it was
+  std::string runtime;          // label of sandboxes_by_state
+  std::map<std::string, std::int64_t> sandboxes_by_state;
+  std::vector<projections::partition_lag> lag;
+  std::uint64_t projection_failures = 0;
+  std::size_t actors_active = 0;
+  std::size_t actors_dormant = 0;
+  std::size_t timers = 0;
+};
+
+class node_probe final : public prometheus::Collectable {
+public:
+  node_probe();
+
+  // One driver's instruments, made once per runtime name.
+  struct driver_instruments {
+    std::array<prometheus::Histogram*, k_driver_calls> seconds{};
+    std::array<prometheus::Counter*, k_driver_calls> failures{};
+  };
+  driver_instruments& driver(std::string_view runtime);
+
+  void log_appended(std::size_t records, std::chrono::nanoseconds latency, bool ok);
+
+  // Called at each scrape for the figures above; empty: those gauges stay as they are.
+  void set_figures(std::function<node_figures()> figures);
+
+  std::vector<prometheus::MetricFamily> Collect() const override;
+  std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
+
+private:
+  void refresh() const;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Counter>& appends_;
+  prometheus::Counter& appends_ok_;
+  prometheus::Counter& appends_failed_;
+  prometheus::Counter& events_appended_;
+  prometheus::Histogram& append_seconds_;
+  prometheus::Family<prometheus::Histogram>& driver_seconds_;
+  prometheus::Family<prometheus::Counter>& driver_failures_;
+  prometheus::Family<prometheus::Gauge>& sandboxes_;
+  prometheus::Family<prometheus::Gauge>& lag_;
+  prometheus::Family<prometheus::Gauge>& end_offset_;
+  prometheus::Counter& projection_failures_;
+  prometheus::Family<prometheus::Gauge>& actors_;
+  prometheus::Gauge& timers_;
+
+  std::mutex drivers_mu_;
+  std::map<std::string, driver_instruments, std::less<>> drivers_;
+
+  mutable std::mutex scrape_mu_;
+  std::function<node_figures()> figures_;
+  mutable std::uint64_t failures_seen_ = 0;
+};
+
+} // namespace sandboxd::node

@@ -1,0 +1,90 @@
+#include "projections/audit_read_model.hpp"
+
+#include "projections/audit_log.hpp"
+#include "projections/pg_array.hpp"
+#include "projections/pg_copy.hpp"
+
+#include <pqxx/pqxx>
+
+namespace sandboxd::projections {
+
+void audit_read_model::forget() {
+  heads_.clear();
+  rows_.clear();
+}
+
+void audit_read_model::recall(pqxx::transaction_base& tx, const fresh_batch& batch) {
+  pg_array k_tenant, k_partition;
+  for (const auto* pe : batch.all)
+    if (heads_.try_emplace({pe->event.tenant, pe->partition}, chain_head{0, audit_genesis_hash()})
+          .second) {
+      k_tenant.add(pe->event.tenant);
+      k_partition.add(pe->partition);
+    }
+  if (k_tenant.size() == 0)
+    return;
+  for (const auto& f :
+       tx.exec_params("SELECT h.tenant, h.partition, h.position, encode(h.hash, 'hex')"
+                      " FROM audit_chain_heads h"
+                      " JOIN unnest($1::text[], $2::integer[]) AS k(tenant, partition)"
+                      "  ON h.tenant = k.tenant AND h.partition = k.partition",
+                      k_tenant.str(), k_partition.str()))
+    heads_[{f[0].as<std::string>(), f[1].as<std::int32_t>()}] = {f[2].as<std::int64_t>(),
+                                                                 f[3].as<std::string>()};
+}
+
+void audit_read_model::compute(const fresh_batch& batch) {
+  rows_.clear();
+  for (const auto* pe : batch.all) {
+    auto row = audit_row_of(pe->event, pe->partition);
+    chain_key key{row.tenant, row.partition};
+    auto& h = heads_.at(key);
+    auto& c = rows_[std::move(key)];
+    row.position = ++h.position;
+    link(row, h.hash);
+    h.hash = row.hash;
+    copy_field(c, row.tenant);
+    copy_field(c, row.partition);
+    copy_field(c, row.position);
+    copy_field(c, row.event_id);
+    copy_field(c, row.occurred_at_ns);
+    copy_field(c, row.principal);
+    copy_field(c, row.action);
+    copy_field(c, row.sandbox_id);
+    copy_field(c, row.outcome);
+    copy_field(c, row.detail);
+    copy_hex_bytea(c, row.prev_hash);
+    copy_hex_bytea(c, row.hash);
+    copy_end_row(c);
+  }
+}
+
+void audit_read_model::write(pqxx::transaction_base& tx) {
+  if (rows_.empty())
+    return;
+  std::string copy;
+  for (const auto& [key, chain] : rows_)
+    copy += chain;
+  copy_rows(tx, "audit_log",
+            {"tenant", "partition", "position", "event_id", "occurred_at_ns", "principal", "action",
+             "sandbox_id", "outcome", "detail", "prev_hash", "hash"},
+            std::move(copy));
+  pg_array h_tenant, h_partition, h_position, h_hash;
+  for (const auto& [key, chain] : rows_) {
+    const auto& h = heads_.at(key);
+    h_tenant.add(key.first);
+    h_partition.add(key.second);
+    h_position.add(h.position);
+    h_hash.add(h.hash);
+  }
+  tx.exec_params(
+    "INSERT INTO audit_chain_heads (tenant, partition, position, hash)"
+    " SELECT t, p, n, decode(h, 'hex')"
+    " FROM unnest($1::text[], $2::integer[], $3::bigint[], $4::text[]) AS u(t, p, n, h)"
+    " ON CONFLICT (tenant, partition) DO UPDATE SET position = EXCLUDED.position,"
+    "  hash = EXCLUDED.hash",
+    h_tenant.str(), h_partition.str(), h_position.str(), h_hash.str());
+  rows_.clear();
+}
+
+} // namespace sandboxd::projections

@@ -1,0 +1,375 @@
+# api.capnp — sandboxd's RPC interface, capability style (docs/api.md explains every call).
+#
+# A client connects (a unix socket, or TCP with TLS where the address is not loopback)
+# and gets the bootstrap capability `Gateway`. `authenticate(token)` returns a `Session`
+# scoped to the token's tenant, principal and scopes; every capability reached from it
+# (`Sandbox`, `Exec`, `Admin`, upload and watch handles) acts for that identity only.
+# A sandbox of another tenant is indistinguishable from a missing one (NOT_FOUND).
+#
+# Errors. A call that fails throws a Cap'n Proto exception whose description starts with
+# the project's error code, a colon and a space, then a message that names the thing
+# and says what to do:
+#     "not_found: sandbox sb_0a1b2c does not exist; check the id (sandboxctl list)"
+# Codes (docs/errors.md): not_found, conflict, permission_denied, invalid_argument,
+# resource_exhausted, unavailable, not_a_directory, is_a_directory, too_large, internal.
+# The exception type is OVERLOADED for resource_exhausted and unavailable (retrying may
+# succeed), DISCONNECTED when the daemon is shutting down, FAILED otherwise.
+#
+# Evolution: the rules of events.capnp (ordinals never reused, fields appended).
+# Units: instants are nanoseconds since the Unix epoch (UTC), durations nanoseconds,
+# sizes bytes unless the name says MiB.
+@0xb7d4c1a2e93f5d61;
+
+using Cxx = import "/capnp/c++.capnp";
+$Cxx.namespace("sandboxd::rpc");
+
+using Ev = import "events.capnp";
+
+interface Gateway {
+  # The bootstrap capability: the only call available before authentication.
+  authenticate @0 (token :Text) -> (session :Session, identity :Identity);
+  # PERMISSION_DENIED for an unknown token (after a constant-time comparison);
+  # RESOURCE_EXHAUSTED when the tenant already has its most connections open.
+
+  version @1 () -> (version :Text, apiLevel :UInt32);
+}
+
+struct Identity {
+  tenant @0 :Text;
+  principal @1 :Text;
+  scopes @2 :List(Text);           # "sandboxes", "admin"
+}
+
+# --- sandboxes ---------------------------------------------------------------------------
+
+interface Session {
+  create @0 (request :CreateRequest) -> (sandbox :Sandbox, info :SandboxInfo);
+  # Returns once the sandbox is running (or has failed: info.state says so). A request
+  # that repeats an earlier clientRequestId returns the sandbox that request made.
+  # RESOURCE_EXHAUSTED past the tenant's quota (sandboxes, total memory, total disk).
+
+  get @1 (sandboxId :Text) -> (info :SandboxInfo);
+  # From the sandbox's actor (the source of truth). NOT_FOUND for a deleted sandbox.
+
+  list @2 (filter :ListFilter, pageToken :Text, limit :UInt32) ->
+          (sandboxes :List(SandboxSummary), nextPageToken :Text);
+  # From the `sandboxes` read model, newest first, keyset pages (nextPageToken "" at
+  # the end; limit 0 = 100, at most 1000). It lags the actors by the projection lag
+  # (docs/api.md). UNAVAILABLE when the node has no read model.
+
+  open @3 (sandboxId :Text) -> (sandbox :Sandbox);
+  # A capability for an existing sandbox of this tenant; NOT_FOUND otherwise.
+
+  admin @4 () -> (admin :Admin);
+  # PERMISSION_DENIED without the "admin" scope.
+}
+
+struct CreateRequest {
+  template @0 :Text;               # "" = "base"
+  runtime @1 :Text;                # "runsc" | "crun"; "" = the node's default
+  limits @2 :Ev.Limits;            # 0 fields = the node's defaults
+  timeouts @3 :TimeoutSettings;
+  env @4 :List(EnvVar);            # every exec sees these; kept across pauses
+  network @5 :Ev.NetworkPolicy;    # a policy the node cannot enforce is INVALID_ARGUMENT
+  labels @6 :List(Ev.Label);
+  clientRequestId @7 :Text;        # makes create idempotent per tenant
+}
+
+struct EnvVar {
+  name @0 :Text;
+  value @1 :Text;
+  secret @2 :Bool;                 # the value never reaches the log: only the name and a hash
+}
+
+struct TimeoutSettings {
+  # Each field either keeps the current setting (on set) / the default (on create) or
+  # sets a duration; a duration of 0 turns the timeout off. `timeout` and `lifetime` set
+  # one deadline (the end time): both set in one request is INVALID_ARGUMENT.
+  timeout :union {                 # the sandbox ends this long from now (its end time)
+    keep @0 :Void;
+    ns @1 :Int64;
+  }
+  idleTimeout :union {             # ends (or pauses) after this long without activity
+    keep @2 :Void;
+    ns @3 :Int64;
+  }
+  lifetime :union {                # a hard limit counted from creation
+    keep @4 :Void;
+    ns @5 :Int64;
+  }
+  pausedRetention :union {         # a paused sandbox is deleted after this long
+    keep @6 :Void;
+    ns @7 :Int64;
+  }
+  onTimeout :union {               # what the timeout and the idle timeout do
+    keep @8 :Void;
+    delete @9 :Void;
+    pause @10 :Ev.PauseMode;       # auto-pause in this mode instead of deleting
+  }
+}
+
+enum SandboxState {
+  creating @0;
+  running @1;
+  pausing @2;
+  paused @3;
+  resuming @4;
+  deleting @5;
+  deleted @6;
+  failed @7;
+}
+
+struct SandboxInfo {
+  id @0 :Text;
+  state @1 :SandboxState;
+  template @2 :Text;
+  runtime @3 :Text;
+  limits @4 :Ev.Limits;
+  labels @5 :List(Ev.Label);
+  createdAtNs @6 :Int64;
+  endTimeNs @7 :Int64;             # created + lifetime: when it ends (0: never, as now set)
+  pauseMode @8 :Ev.PauseMode;      # when pausing, paused or resuming
+  idleTimeoutNs @9 :Int64;
+  lifetimeNs @10 :Int64;
+  pausedRetentionNs @11 :Int64;
+  onTimeout @12 :Text;             # "delete" | "pause:filesystem" | "pause:memory"
+  network @13 :Ev.NetworkPolicy;
+  envNames @14 :List(Text);        # secret values are never returned (empty in this build)
+  writableBytes @15 :UInt64;       # the latest measured writable layer size
+  failure @16 :Text;               # state failed: why
+  sequence @17 :UInt64;            # of the last event applied
+  tenant @18 :Text;
+}
+
+struct SandboxSummary {
+  # A row of the `sandboxes` read model (what `list` answers): as of the projection, which
+  # lags the actors (docs/api.md). `info` or `get` has the rest, from the actor.
+  id @0 :Text;
+  state @1 :SandboxState;
+  template @2 :Text;
+  limits @3 :Ev.Limits;
+  labels @4 :List(Ev.Label);
+  pauseMode @5 :Ev.PauseMode;      # when pausing, paused or resuming
+  writableBytes @6 :UInt64;
+  createdAtNs @7 :Int64;
+  updatedAtNs @8 :Int64;
+  sequence @9 :UInt64;             # of the last event projected
+}
+
+struct ListFilter {
+  states @0 :List(SandboxState);   # empty: every state but deleted
+  labels @1 :List(Ev.Label);       # all must match
+  includeDeleted @2 :Bool;
+}
+
+interface Sandbox {
+  # Every call answers NOT_FOUND once the sandbox is deleted. exec, start, execs, openExec
+  # and the file calls answer UNAVAILABLE in this build (docs/api.md says why).
+  info @0 () -> (info :SandboxInfo);
+
+  exec @1 (request :ExecRequest, output :OutputSink) -> (result :ExecResult);
+  # Runs a process and returns when it ends. Output chunks reach `output` as they are
+  # produced, with flow control (a slow sink slows the process's pipe, never the daemon's
+  # memory). `output` may be null: output is then only counted.
+
+  start @2 (request :ExecRequest, output :OutputSink) -> (exec :Exec);
+  # The same, in the background: returns at once with a handle.
+
+  execs @3 () -> (execs :List(ExecInfo));
+  # The execs in flight.
+
+  openExec @4 (execId :Text) -> (exec :Exec);
+
+  readFile @5 (path :Text, sink :ByteSink) -> (info :FileInfo, sha256 :Data);
+  # Streams the file's content to `sink` in chunks, then returns. Served while running
+  # or paused (offline from the writable layer).
+
+  writeFile @6 (path :Text, mode :UInt32) -> (upload :Upload);
+  # The content follows through upload.write; upload.commit makes it visible atomically
+  # (a reader sees the old or the new file). Refused (CONFLICT) while memory-paused.
+
+  listDir @7 (path :Text, limit :UInt32) -> (entries :List(DirEntry), truncated :Bool);
+  stat @8 (path :Text) -> (info :FileInfo);
+  makeDir @9 (path :Text, parents :Bool) -> ();
+  remove @10 (path :Text, recursive :Bool) -> ();
+  rename @11 (from :Text, to :Text) -> ();
+
+  pause @12 (mode :Ev.PauseMode) -> (info :SandboxInfo);
+  resume @13 () -> (info :SandboxInfo);
+  delete @14 () -> ();
+  setTimeouts @15 (timeouts :TimeoutSettings) -> (info :SandboxInfo);
+
+  watch @16 (fromSequence :UInt64, sink :EventSink) -> (handle :Handle);
+  # The sandbox's events from `fromSequence` (0 or 1: from its creation), then live ones
+  # as they are appended, until the handle is dropped or the sandbox is deleted (then
+  # sink.end("deleted") follows its last event). A sink that does not keep up slows the
+  # stream (flow control); the daemon never buffers more than a window per stream.
+}
+
+struct ExecRequest {
+  argv @0 :List(Text);             # argv[0] is looked up in PATH when it has no '/'
+  env @1 :List(EnvVar);            # added to the sandbox's environment for this exec
+  cwd @2 :Text;                    # "" = "/"
+  stdin @3 :Data;                  # written to the process's stdin, then end of file
+  streamStdin @4 :Bool;            # start only: stdin follows through Exec.writeStdin
+  timeoutNs @5 :Int64;             # 0: runs until it ends or the sandbox stops
+  maxOutputBytes @6 :UInt64;       # per stream; 0 = the node's default cap
+}
+
+enum OutputStream {
+  stdout @0;
+  stderr @1;
+}
+
+interface OutputSink {
+  write @0 (stream :OutputStream, data :Data) -> stream;
+}
+
+struct ExecResult {
+  execId @0 :Text;
+  exitCode @1 :Int32;              # -1 when ended by a signal
+  signal @2 :Int32;                # 0 when it exited
+  timedOut @3 :Bool;
+  oomKilled @4 :Bool;
+  outputTruncated @5 :Bool;        # more than maxOutputBytes was produced
+  durationNs @6 :Int64;
+  stdoutBytes @7 :UInt64;
+  stderrBytes @8 :UInt64;
+  interrupted @9 :Bool;            # the daemon restarted while it ran: its outcome is unknown
+}
+
+struct ExecInfo {
+  execId @0 :Text;
+  argv @1 :List(Text);
+  startedAtNs @2 :Int64;
+}
+
+interface Exec {
+  wait @0 () -> (result :ExecResult);
+  kill @1 (signal :Int32) -> ();   # 0 = SIGKILL; ends every process the exec started
+  writeStdin @2 (data :Data) -> stream;
+  closeStdin @3 () -> ();
+  info @4 () -> (info :ExecInfo);
+}
+
+interface ByteSink {
+  write @0 (data :Data) -> stream;
+}
+
+interface Upload {
+  write @0 (data :Data) -> stream;
+  commit @1 () -> (info :FileInfo, sha256 :Data);
+  # Dropping an Upload without commit discards what was written.
+}
+
+enum FileType {
+  regular @0;
+  directory @1;
+  symlink @2;
+  other @3;
+}
+
+struct FileInfo {
+  path @0 :Text;
+  type @1 :FileType;
+  size @2 :UInt64;
+  mode @3 :UInt32;                 # permission bits
+  mtimeNs @4 :Int64;
+}
+
+struct DirEntry {
+  name @0 :Text;
+  info @1 :FileInfo;
+}
+
+interface EventSink {
+  event @0 (event :Ev.Event, partition :Int32, offset :Int64) -> stream;
+  end @1 (reason :Text) -> ();
+  # The stream is over: "deleted" (watch), "caught up" (tail without follow), or
+  # "<code>: <message>" when it failed. Nothing follows.
+}
+
+interface Handle {
+  # Dropping the last reference cancels what it stands for.
+}
+
+# --- administration (scope "admin") ------------------------------------------------------
+
+interface Admin {
+  bill @0 (tenant :Text, fromNs :Int64, toNs :Int64, by :BillGrouping) -> (report :BillReport);
+  # The bill of `tenant` (required) for [fromNs, toNs), whole hours (INVALID_ARGUMENT
+  # otherwise), from the billing read model. By sandbox: one line per sandbox; by hour or
+  # day: one line per period, the sum of that period's per-sandbox lines.
+
+  audit @1 (query :AuditQuery) -> (rows :List(AuditRow), nextPageToken :Text);
+  # Rows by time (then chain position), keyset pages.
+
+  auditVerify @2 (tenant :Text) -> (ok :Bool, checkedRows :UInt64, problems :List(AuditProblem));
+  # Recomputes every chain; tenant "" = every tenant, else only that tenant's problems.
+
+  tail @3 (from :List(PartitionOffset), follow :Bool, sink :EventSink) -> (handle :Handle);
+  # The whole event stream from the given offsets (missing partitions: from 0). Without
+  # follow the stream ends (sink.end("caught up")) at the end offsets as of the call.
+}
+
+enum BillGrouping {
+  sandbox @0;
+  hour @1;
+  day @2;
+}
+
+struct BillLine {
+  tenant @0 :Text;
+  sandboxId @1 :Text;              # "" when grouped by time
+  fromNs @2 :Int64;
+  toNs @3 :Int64;
+  computeGibSeconds @4 :Float64;   # memory GiB x seconds running
+  storageGibSeconds @5 :Float64;   # writable-layer GiB x seconds kept
+  computeMicros @6 :Int64;         # micro-dollars
+  storageMicros @7 :Int64;
+  events @8 :List(Text);           # the event ids the line comes from (by sandbox)
+}
+
+struct BillReport {
+  lines @0 :List(BillLine);
+  totalComputeMicros @1 :Int64;
+  totalStorageMicros @2 :Int64;
+  totalMicros @3 :Int64;
+}
+
+struct AuditQuery {
+  tenant @0 :Text;                 # "" = every tenant
+  sandboxId @1 :Text;              # "" = every sandbox
+  fromNs @2 :Int64;
+  toNs @3 :Int64;                  # 0: no bound
+  pageToken @4 :Text;
+  limit @5 :UInt32;                # 0 = 100, at most 1000
+}
+
+struct AuditRow {
+  tenant @0 :Text;
+  partition @1 :Int32;             # a chain is one tenant's rows of one log partition
+  position @2 :Int64;              # in the chain, from 1
+  eventId @3 :Text;
+  sandboxId @4 :Text;
+  occurredAtNs @5 :Int64;
+  principal @6 :Text;
+  action @7 :Text;                 # the event ("created", ...) or the rejected command
+  outcome @8 :Text;                # "accepted", or the rejecting code ("conflict", ...)
+  detail @9 :Text;
+  hash @10 :Data;                  # SHA-256, 32 bytes (docs/audit-log.md)
+}
+
+struct AuditProblem {
+  tenant @0 :Text;
+  partition @1 :Int32;
+  position @2 :Int64;
+  eventId @3 :Text;                # "" when the row is missing
+  kind @4 :Text;                   # "edited", "missing", "out of order", "truncated"
+  message @5 :Text;
+}
+
+struct PartitionOffset {
+  partition @0 :Int32;
+  offset @1 :Int64;
+}

@@ -1,0 +1,37 @@
+"""sandboxd — the Python SDK of sandboxd: isolated sandboxes for AI agents.
+
+    from sandboxd import Sandbox
+    with Sandbox.create() as sbx:
+        r = sbx.commands.run("echo hi")
+        print(r.exit_code, r.stdout)
+
+`Sandbox` blocks; `AsyncSandbox` is the same API for asyncio. Both speak Cap'n Proto RPC to
+the daemon (SANDBOXD_ADDR, SANDBOXD_TOKEN; default ./var/sandboxd.sock and ./var/dev-token).
+Errors are exceptions of one hierarchy under SandboxError (sandboxd.errors)."""
+
+from . import admin, events
+from .client import AsyncClient, Client
+from .commands import AsyncCommandHandle, AsyncCommands, CommandHandle, Commands
+from .errors import (CommandExitError, ConflictError, InternalError, InvalidArgumentError,
+                     IsADirectoryError, NotADirectoryError, NotFoundError, PermissionDeniedError,
+                     ResourceExhaustedError, SandboxError, TimeoutError, TooLargeError,
+                     UnavailableError)
+from .files import AsyncFiles, EntryList, Files
+from .paginator import AsyncPaginator, Paginator
+from .sandbox import AsyncSandbox, Sandbox
+from .types import (AuditCheck, AuditProblem, AuditRow, BillLine, BillReport, CommandResult,
+                    EntryInfo, Event, Identity, Limits, ProcessInfo, SandboxInfo, SandboxSummary)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Sandbox", "AsyncSandbox", "Client", "AsyncClient", "Commands", "AsyncCommands",
+    "CommandHandle", "AsyncCommandHandle", "Files", "AsyncFiles", "EntryList", "Paginator",
+    "AsyncPaginator", "admin", "events",
+    "SandboxError", "NotFoundError", "ConflictError", "InvalidArgumentError",
+    "PermissionDeniedError", "ResourceExhaustedError", "UnavailableError", "TimeoutError",
+    "NotADirectoryError", "IsADirectoryError", "TooLargeError", "InternalError",
+    "CommandExitError",
+    "CommandResult", "EntryInfo", "Event", "Identity", "Limits", "ProcessInfo", "SandboxInfo",
+    "SandboxSummary", "BillLine", "BillReport", "AuditRow", "AuditProblem", "AuditCheck",
+]

@@ -1,0 +1,162 @@
+// The pure parts of the RPC layer: the error code's names and its mapping to and from Cap'n
+// Proto exceptions, addresses, the token table and the tenant ledger's quota arithmetic.
+#define BOOST_TEST_MODULE api_units
+#include <boost/test/unit_test.hpp>
+
+#include "api/address.hpp"
+#include "api/rpc_error.hpp"
+#include "api/tenant_ledger.hpp"
+#include "api/token_authenticator.hpp"
+
+#include <kj/debug.h>
+
+using namespace sandboxd;
+using api::errc;
+
+namespace {
+
+events::event created(std::string id, std::string tenant, std::uint32_t mib, std::uint32_t disk) {
+  events::event e;
+  e.sandbox_id = std::move(id);
+  e.tenant = std::move(tenant);
+  e.sequence = 1;
+  events::created c;
+  c.limits.memory_mib = mib;
+  c.limits.disk_mib = disk;
+  e.body = c;
+  return e;
+}
+
+events::event deleted(std::string id) {
+  events::event e;
+  e.sandbox_id = std::move(id);
+  e.body = events::deleted{};
+  return e;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(api_units)
+
+BOOST_AUTO_TEST_CASE(every_code_round_trips_through_an_rpc_exception) {
+  for (std::uint16_t n = 1; n <= 10; ++n) {
+    const auto code = static_cast<errc>(n);
+    const api::error e{code, "sandbox sb-1 is paused; resume it first"};
+    const auto ex = api::to_exception(e);
+    BOOST_TEST(std::string(ex.getDescription().cStr()) == api::to_string(code) + ": " + e.message);
+    const bool retry = code == errc::resource_exhausted || code == errc::unavailable;
+    BOOST_TEST(
+      (ex.getType() == (retry ? kj::Exception::Type::OVERLOADED : kj::Exception::Type::FAILED)));
+    BOOST_TEST((api::from_exception(ex) == e));
+  }
+}
+
+BOOST_AUTO_TEST_CASE(codes_keep_the_numbers_and_names_of_the_contract) {
+  const char* names[] = {
+    "not_found",   "conflict",        "permission_denied", "invalid_argument", "resource_exhausted",
+    "unavailable", "not_a_directory", "is_a_directory",    "too_large",        "internal"};
+  for (std::uint16_t n = 1; n <= 10; ++n) {
+    BOOST_TEST(api::to_string(static_cast<errc>(n)) == names[n - 1]);
+    BOOST_TEST((api::parse_errc(names[n - 1]) == static_cast<errc>(n)));
+  }
+  BOOST_TEST((api::from_runtime(runtime::errc::not_a_directory) == errc::not_a_directory));
+  BOOST_TEST((api::from_runtime(runtime::errc::too_large) == errc::too_large));
+  BOOST_TEST((api::from_runtime(runtime::errc::failed) == errc::internal));
+  BOOST_TEST(!api::parse_errc("failed").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(exceptions_without_a_code_are_unavailable) {
+  auto lost = api::from_exception(KJ_EXCEPTION(DISCONNECTED, "peer went away"));
+  BOOST_TEST((lost.code == errc::unavailable));
+  BOOST_TEST(lost.message.find("peer went away") != std::string::npos);
+  auto plain = api::from_exception(KJ_EXCEPTION(FAILED, "something: odd"));
+  BOOST_TEST((plain.code == errc::unavailable));
+  // A shutting-down daemon's DISCONNECTED is never read as the code in its text.
+  auto shaped = api::from_exception(KJ_EXCEPTION(DISCONNECTED, "not_found: x"));
+  BOOST_TEST((shaped.code == errc::unavailable));
+  auto remote = api::from_exception(KJ_EXCEPTION(FAILED, "remote exception: conflict: busy"));
+  BOOST_TEST((remote == api::error{errc::conflict, "busy"}));
+}
+
+BOOST_AUTO_TEST_CASE(addresses_parse_and_know_loopback) {
+  auto u = api::parse_address("unix:/var/run/s.sock");
+  BOOST_REQUIRE(u.ok());
+  BOOST_TEST(u->path == "/var/run/s.sock");
+  BOOST_TEST(u->loopback());
+  auto t = api::parse_address("tcp:127.0.0.1:7000");
+  BOOST_REQUIRE(t.ok());
+  BOOST_TEST(t->port == 7000);
+  BOOST_TEST(t->loopback());
+  BOOST_TEST(t->str() == "tcp:127.0.0.1:7000");
+  auto v6 = api::parse_address("tcp:[::1]:0");
+  BOOST_REQUIRE(v6.ok());
+  BOOST_TEST(v6->host == "::1");
+  BOOST_TEST(v6->loopback());
+  BOOST_TEST(v6->kj_form() == "[::1]:0");
+  auto remote = api::parse_address("tcp:sandboxd.example:443");
+  BOOST_REQUIRE(remote.ok());
+  BOOST_TEST(!remote->loopback());
+  for (const char* bad :
+       {"", "unix:", "http://x", "tcp:host", "tcp:host:99999", "tcp::80", "tcp:[::1:80"})
+    BOOST_TEST_CONTEXT(bad) {
+      auto r = api::parse_address(bad);
+      BOOST_TEST(!r.ok());
+      if (!r.ok())
+        BOOST_TEST((r.code() == errc::invalid_argument));
+    }
+}
+
+BOOST_AUTO_TEST_CASE(token_table_knows_only_whole_tokens) {
+  api::token_authenticator t;
+  t.add("secret-token-1", {"acme", "ci", {"sandboxes"}});
+  auto who = t.lookup("secret-token-1");
+  BOOST_REQUIRE(who.has_value());
+  BOOST_TEST(who->tenant == "acme");
+  BOOST_TEST(who->has_scope("sandboxes"));
+  BOOST_TEST(!who->has_scope("admin"));
+  BOOST_TEST(!t.lookup("secret-token-").has_value());
+  BOOST_TEST(!t.lookup("secret-token-10").has_value());
+  BOOST_TEST(!t.lookup("").has_value());
+}
+
+BOOST_AUTO_TEST_CASE(ledger_counts_live_sandboxes_from_the_log) {
+  api::tenant_ledger l(512, 0);
+  l.apply(created("s1", "t", 0, 0)); // zero memory: the default
+  l.apply(created("s2", "t", 1024, 10));
+  l.apply(created("s2", "t", 1024, 10)); // a duplicate record
+  l.apply(created("x1", "other", 64, 0));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{2, 1536, 10}));
+  l.apply(deleted("s1"));
+  l.apply(deleted("s1"));
+  l.apply(deleted("never"));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{1, 1024, 10}));
+  BOOST_TEST((l.usage("other") == api::tenant_usage{1, 64, 0}));
+}
+
+BOOST_AUTO_TEST_CASE(ledger_reservations_hold_until_folded_or_released) {
+  api::tenant_ledger l(512, 0);
+  const api::tenant_quota q{2, 2048, 0};
+  events::sandbox_limits lim;
+  lim.memory_mib = 1000;
+  BOOST_TEST(l.reserve("t", "r1", lim, q).ok());
+  BOOST_TEST(l.reserve("t", "r2", lim, q).ok());
+  auto third = l.reserve("t", "r3", lim, q);
+  BOOST_REQUIRE(!third.ok());
+  BOOST_TEST((third.code() == errc::resource_exhausted));
+  BOOST_TEST(third.err().message.find("sandbox quota") != std::string::npos);
+  // r1's `created` arrives: it is counted once, not twice.
+  l.apply(created("r1", "t", 1000, 0));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{2, 2000, 0}));
+  l.release("r1"); // too late: it is folded, and stays
+  BOOST_TEST(l.usage("t").sandboxes == 2u);
+  l.release("r2"); // a failed create
+  BOOST_TEST((l.usage("t") == api::tenant_usage{1, 1000, 0}));
+  events::sandbox_limits huge;
+  huge.memory_mib = 1100;
+  auto memory = l.reserve("t", "r4", huge, q);
+  BOOST_REQUIRE(!memory.ok());
+  BOOST_TEST(memory.err().message.find("memory quota") != std::string::npos);
+  BOOST_TEST(l.reserve("t", "r4", lim, api::tenant_quota{}).ok()); // zero: unlimited
+}
+
+BOOST_AUTO_TEST_SUITE_END()

@@ -1,0 +1,124 @@
+// node_worker — runs a node (embedded PostgreSQL, hollow runtime) on a data directory under
+// a mixed workload until it is killed; the child process of test_node's kill -9 case.
+//
+// Usage: node_worker DIR file|kafka [BROKERS TOPIC]
+// The node's data directory is DIR/data. Once started it makes DIR/ready. Each
+// acknowledged command is appended to DIR/acks as "<sandbox id> <sequence>\n", and each
+// projector commit to DIR/commits as "<partition> <next offset>\n", with one write() after
+// the fact, so a SIGKILL never loses a line the kernel took: the parent checks every line
+// against what the next node finds.
+#include "node/node.hpp"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <iostream>
+#include <mutex>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace ac = sandboxd::actors;
+namespace ev = sandboxd::events;
+namespace nd = sandboxd::node;
+namespace cmd = sandboxd::actors::cmd;
+using namespace std::chrono_literals;
+
+namespace {
+
+void append_line(int fd, const std::string& line) {
+  if (::write(fd, line.data(), line.size()) != static_cast<ssize_t>(line.size()))
+    std::abort();
+}
+
+} // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 3 && argc != 5) {
+    std::cerr << "usage: node_worker DIR file|kafka [BROKERS TOPIC]\n";
+    return 2;
+  }
+  const std::string dir = argv[1], kind = argv[2];
+  const int acks = ::open((dir + "/acks").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int commits =
+    ::open((dir + "/commits").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+  nd::node_config c;
+  c.data_dir = dir + "/data";
+  c.partitions = 4;
+  if (kind == "kafka") {
+    c.log = nd::log_kind::kafka;
+    c.kafka.brokers = argv[3];
+    c.kafka.topic = argv[4];
+    c.kafka.replication_factor = 1;
+    c.kafka.min_insync_replicas = 1;
+  }
+  c.runtimes = {ev::runtime_kind::hollow};
+  c.plane.runtime_threads = 4;
+  c.plane.timer_poll = 20ms;
+  c.on_projection_commit = [commits](const std::map<std::int32_t, std::int64_t>& moved) {
+    std::string lines;
+    for (const auto& [p, next] : moved)
+      lines += std::to_string(p) + " " + std::to_string(next) + "\n";
+    append_line(commits, lines);
+  };
+  nd::node n(c);
+  n.start();
+  ::close(::open((dir + "/ready").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644));
+
+  std::mutex mu;
+  std::vector<std::string> ids;
+  std::vector<std::thread> clients;
+  for (int t = 0; t < 4; ++t)
+    clients.emplace_back([&, t] {
+      std::mt19937 rng(static_cast<unsigned>(::getpid() * 7 + t));
+      for (int k = 0;; ++k) {
+        std::string id;
+        {
+          std::lock_guard l(mu);
+          if (!ids.empty())
+            id = ids[rng() % ids.size()];
+        }
+        ac::command co;
+        co.tenant = "t1";
+        co.principal = "worker";
+        const unsigned pick = id.empty() ? 0 : rng() % 100;
+        if (pick < 20) {
+          ev::created spec;
+          spec.template_name = "base";
+          spec.limits.memory_mib = 256;
+          spec.limits.cpu_millicores = 500;
+          spec.runtime = ev::runtime_kind::hollow;
+          co.body = cmd::create{spec};
+          id.clear();
+        } else if (pick < 40) {
+          co.body = cmd::pause{rng() % 2 ? ev::pause_mode::memory : ev::pause_mode::filesystem};
+        } else if (pick < 60) {
+          co.body = cmd::resume{};
+        } else if (pick < 65) {
+          co.body = cmd::remove{};
+        } else {
+          cmd::exec x;
+          x.exec_id = "x" + std::to_string(t) + "-" + std::to_string(k);
+          x.argv = {"echo", "hello"};
+          co.body = x;
+        }
+        auto r =
+          n.call(id, std::move(co), rng() % 2 ? ac::reply_when::settled : ac::reply_when::durable);
+        if (!r.ok()) {
+          if (pick < 20)
+            std::cerr << "create failed: " << r.failure->message << std::endl;
+          continue;
+        }
+        append_line(acks, r.state.sandbox_id + " " + std::to_string(r.state.sequence) + "\n");
+        if (id.empty()) {
+          std::lock_guard l(mu);
+          ids.push_back(r.state.sandbox_id);
+        }
+      }
+    });
+  for (auto& t : clients)
+    t.join();
+}

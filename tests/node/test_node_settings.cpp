@@ -1,0 +1,377 @@
+// The node's pure parts: the daemon's config file and settings, listen addresses, the
+// tokens file and token lookup, the choice of runtimes, JSON log lines.
+#define BOOST_TEST_MODULE node_settings
+#include <boost/test/unit_test.hpp>
+
+#include "node/daemon_settings.hpp"
+#include "node/listen_address.hpp"
+#include "node/logging.hpp"
+#include "node/runtime_set.hpp"
+#include "node/start_error.hpp"
+#include "node/tokens.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <map>
+
+namespace nd = sandboxd::node;
+namespace ev = sandboxd::events;
+
+namespace {
+
+std::string hex_of(const nd::token_digest& d) {
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  for (auto b : d) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+std::string entry(const std::string& token, const std::string& tenant,
+                  const std::string& scopes = "[\"sandboxes\"]") {
+  return "[[token]]\nsha256 = \"" + hex_of(nd::token_sha256(token)) + "\"\ntenant = \"" + tenant +
+         "\"\nprincipal = \"" + tenant + "-bot\"\nscopes = " + scopes + "\n";
+}
+
+// A machine where `available` runtimes can run and the others cannot.
+nd::unavailable_fn machine_with(std::vector<ev::runtime_kind> available) {
+  return [available](ev::runtime_kind k) -> std::optional<std::string> {
+    for (auto a : available)
+      if (a == k)
+        return std::nullopt;
+    return ev::to_string(k) + " is not installed";
+  };
+}
+
+std::string refusal(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const nd::start_error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(config_file)
+
+BOOST_AUTO_TEST_CASE(every_documented_key_is_read) {
+  nd::daemon_settings s;
+  const auto e = nd::apply_config(s, R"(
+data_dir = "/srv/sandboxd"
+listen = ["unix:/srv/sandboxd/api.sock", "tcp:127.0.0.1:7000"]
+metrics_addr = "127.0.0.1:9464"
+[log]
+format = "json"
+level = "debug"
+[event_log]
+kind = "kafka"
+partitions = 16
+[kafka]
+brokers = "k1:9092,k2:9092"
+topic = "events"
+replication_factor = 3
+[kafka.properties]
+"security.protocol" = "SSL"
+[postgres]
+conninfo = "host=db dbname=sandboxd"
+bin_dir = "/opt/pg/bin"
+[runtimes]
+enabled = ["runsc", "crun"]
+default = "crun"
+[tokens]
+file = "/etc/sandboxd/tokens.toml"
+dev_token = false
+[projections]
+projectors = 4
+)",
+                                  "test.toml");
+  BOOST_REQUIRE(!e);
+  BOOST_TEST(s.data_dir == "/srv/sandboxd");
+  BOOST_TEST(s.listen.size() == 2u);
+  BOOST_TEST(s.metrics_addr == "127.0.0.1:9464");
+  BOOST_TEST(s.log_format == "json");
+  BOOST_TEST(s.log_level == "debug");
+  BOOST_TEST(s.event_log == "kafka");
+  BOOST_TEST(s.partitions == 16);
+  BOOST_TEST(s.kafka_brokers == "k1:9092,k2:9092");
+  BOOST_TEST(s.kafka_topic == "events");
+  BOOST_TEST(s.kafka_replication == 3);
+  BOOST_REQUIRE_EQUAL(s.kafka_properties.size(), 1u);
+  BOOST_TEST(s.kafka_properties[0].second == "SSL");
+  BOOST_TEST(s.postgres == "host=db dbname=sandboxd");
+  BOOST_TEST(s.postgres_bin_dir == "/opt/pg/bin");
+  BOOST_TEST((s.runtimes == std::vector<std::string>{"runsc", "crun"}));
+  BOOST_TEST(s.default_runtime == "crun");
+  BOOST_TEST(s.tokens_file == "/etc/sandboxd/tokens.toml");
+  BOOST_TEST(!s.dev_token);
+  BOOST_TEST(s.projectors == 4);
+
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_TEST((c.value->node.log == nd::log_kind::kafka));
+  BOOST_TEST(c.value->node.kafka.replication_factor == 3);
+  BOOST_TEST(
+    (c.value->node.runtimes == std::vector{ev::runtime_kind::runsc, ev::runtime_kind::crun}));
+  BOOST_TEST((c.value->node.default_runtime == ev::runtime_kind::crun));
+  BOOST_TEST(c.value->listen.size() == 2u);
+  BOOST_TEST(c.value->metrics->port == 9464);
+  BOOST_TEST((c.value->format == nd::log_format::json));
+}
+
+BOOST_AUTO_TEST_CASE(keys_absent_from_the_file_keep_their_values) {
+  nd::daemon_settings s;
+  s.data_dir = "/from/flags";
+  BOOST_REQUIRE(!nd::apply_config(s, "[log]\nlevel = \"warn\"\n", "t.toml"));
+  BOOST_TEST(s.data_dir == "/from/flags");
+  BOOST_TEST(s.log_level == "warn");
+  BOOST_TEST(s.event_log == "file");
+}
+
+BOOST_AUTO_TEST_CASE(an_unknown_key_is_refused_by_name) {
+  nd::daemon_settings s;
+  auto e = nd::apply_config(s, "[kafka]\nbrokres = \"k:9092\"\n", "t.toml");
+  BOOST_REQUIRE(e);
+  BOOST_TEST((e->code == ev::errc::invalid_argument));
+  BOOST_TEST(e->message.find("brokres") != std::string::npos);
+  BOOST_TEST(e->message.find("[kafka]") != std::string::npos);
+  e = nd::apply_config(s, "[metrics]\naddr = \"x\"\n", "t.toml");
+  BOOST_REQUIRE(e);
+  BOOST_TEST(e->message.find("metrics") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_value_of_the_wrong_type_is_refused_by_name) {
+  nd::daemon_settings s;
+  auto e = nd::apply_config(s, "[event_log]\npartitions = \"8\"\n", "t.toml");
+  BOOST_REQUIRE(e);
+  BOOST_TEST(e->message.find("partitions") != std::string::npos);
+  BOOST_TEST(e->message.find("integer") != std::string::npos);
+  e = nd::apply_config(s, "listen = \"unix:/x\"\n", "t.toml");
+  BOOST_REQUIRE(e);
+  BOOST_TEST(e->message.find("array of strings") != std::string::npos);
+  BOOST_TEST(s.partitions == 8);
+}
+
+BOOST_AUTO_TEST_CASE(a_syntax_error_names_the_line) {
+  nd::daemon_settings s;
+  auto e = nd::apply_config(s, "data_dir = \"/x\"\n\n[log\n", "t.toml");
+  BOOST_REQUIRE(e);
+  BOOST_TEST(e->message.find("line 3") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(printed_settings_read_back_the_same) {
+  nd::daemon_settings s;
+  s.data_dir = "/srv/\"quoted\" dir";
+  s.listen = {"tcp:[::1]:7000"};
+  s.kafka_properties = {{"sasl.mechanism", "PLAIN"}};
+  s.runtimes = {"crun"};
+  s.dev_token = false;
+  s.projectors = 3;
+  nd::daemon_settings back;
+  BOOST_REQUIRE(!nd::apply_config(back, nd::to_toml(s), "printed"));
+  BOOST_TEST(back.data_dir == s.data_dir);
+  BOOST_TEST(back.listen == s.listen);
+  BOOST_TEST(back.kafka_properties == s.kafka_properties);
+  BOOST_TEST(back.runtimes == s.runtimes);
+  BOOST_TEST(back.dev_token == s.dev_token);
+  BOOST_TEST(back.projectors == s.projectors);
+}
+
+BOOST_AUTO_TEST_CASE(settings_are_checked) {
+  auto refused = [](auto change, const std::string& word) {
+    nd::daemon_settings s;
+    change(s);
+    auto c = nd::to_daemon_config(s);
+    BOOST_TEST(!c.value);
+    BOOST_TEST((c.failure && c.failure->message.find(word) != std::string::npos),
+               "expected a message naming " << word << ", got "
+                                            << (c.failure ? c.failure->message : "none"));
+  };
+  refused([](auto& s) { s.event_log = "s3"; }, "s3");
+  refused([](auto& s) { s.event_log = "kafka"; }, "--kafka-brokers");
+  refused([](auto& s) { s.log_format = "xml"; }, "xml");
+  refused([](auto& s) { s.log_level = "loud"; }, "loud");
+  refused([](auto& s) { s.runtimes = {"docker"}; }, "docker");
+  refused([](auto& s) { s.default_runtime = "kata"; }, "kata");
+  refused([](auto& s) { s.partitions = 0; }, "partitions");
+  refused([](auto& s) { s.projectors = 0; }, "projectors");
+  refused([](auto& s) { s.listen = {"http://x"}; }, "unix:");
+  refused([](auto& s) { s.metrics_addr = "9464"; }, "metrics");
+}
+
+BOOST_AUTO_TEST_CASE(the_default_listen_address_is_the_data_directorys_socket) {
+  nd::daemon_settings s;
+  s.data_dir = "/srv/sbd/";
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_REQUIRE_EQUAL(c.value->listen.size(), 1u);
+  BOOST_TEST(c.value->listen[0].to_string() == "unix:/srv/sbd/sandboxd.sock");
+  BOOST_TEST(c.value->node.data_dir == "/srv/sbd");
+  BOOST_TEST(!c.value->metrics);
+  BOOST_TEST(c.value->node.postgres.empty());
+  BOOST_TEST(c.value->node.runtimes.empty());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(listen_addresses)
+
+BOOST_AUTO_TEST_CASE(valid_forms_parse) {
+  auto u = nd::parse_listen_address("unix:/run/sbd.sock");
+  BOOST_REQUIRE(u.value);
+  BOOST_TEST((u.value->type == nd::listen_address::kind::unix_socket));
+  BOOST_TEST(u.value->path == "/run/sbd.sock");
+  BOOST_TEST(u.value->loopback());
+  auto t = nd::parse_listen_address("tcp:0.0.0.0:7000");
+  BOOST_REQUIRE(t.value);
+  BOOST_TEST(t.value->host == "0.0.0.0");
+  BOOST_TEST(t.value->port == 7000);
+  BOOST_TEST(!t.value->loopback());
+  auto v6 = nd::parse_listen_address("tcp:[::1]:7000");
+  BOOST_REQUIRE(v6.value);
+  BOOST_TEST(v6.value->host == "::1");
+  BOOST_TEST(v6.value->loopback());
+  BOOST_TEST(v6.value->to_string() == "tcp:[::1]:7000");
+  BOOST_TEST(nd::parse_listen_address("tcp:localhost:1").value->loopback());
+  BOOST_TEST(nd::parse_listen_address("tcp:127.1.2.3:65535").value->loopback());
+  BOOST_TEST(nd::parse_tcp_endpoint("127.0.0.1:9464").value->port == 9464);
+}
+
+BOOST_AUTO_TEST_CASE(invalid_forms_say_what_is_expected) {
+  for (const char* bad : {"", "unix:", "tcp:", "tcp:host", "tcp:host:0", "tcp:host:65536",
+                          "tcp:host:80x", "tcp:::1:80", "tcp:[::1:80", "tcp:[zz]:80",
+                          "tcp:bad host:80", "http://x:80", "/run/sbd.sock"}) {
+    auto r = nd::parse_listen_address(bad);
+    BOOST_TEST(!r.value, bad);
+    BOOST_TEST((r.failure && r.failure->code == ev::errc::invalid_argument), bad);
+  }
+  auto r = nd::parse_listen_address("unix:/" + std::string(200, 'a'));
+  BOOST_REQUIRE(!r.value);
+  BOOST_TEST(r.failure->message.find("at most 107") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(tokens)
+
+BOOST_AUTO_TEST_CASE(a_token_maps_to_its_entry_and_no_other) {
+  auto t = nd::parse_tokens(
+    entry("tok-a", "acme") + entry("tok-b", "beta", "[\"admin\", \"sandboxes\"]"), "tokens.toml");
+  BOOST_REQUIRE(t.value);
+  BOOST_TEST(t.value->size() == 2u);
+  auto a = t.value->authenticate("tok-a");
+  BOOST_REQUIRE(a);
+  BOOST_TEST(a->tenant == "acme");
+  BOOST_TEST(a->principal == "acme-bot");
+  BOOST_TEST(a->has(nd::scope::sandboxes));
+  BOOST_TEST(!a->has(nd::scope::admin));
+  auto b = t.value->authenticate("tok-b");
+  BOOST_REQUIRE(b);
+  BOOST_TEST(b->tenant == "beta");
+  BOOST_TEST(b->has(nd::scope::admin));
+  BOOST_TEST(!t.value->authenticate("tok-c"));
+  BOOST_TEST(!t.value->authenticate("tok-a "));
+  BOOST_TEST(!t.value->authenticate(""));
+  // The file holds hashes: the hash itself is not a token.
+  BOOST_TEST(!t.value->authenticate(hex_of(nd::token_sha256("tok-a"))));
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_file_is_refused_whole_naming_the_entry) {
+  auto refused = [](const std::string& text, const std::string& word) {
+    auto t = nd::parse_tokens(text, "tokens.toml");
+    BOOST_TEST(!t.value);
+    BOOST_TEST((t.failure && t.failure->message.find(word) != std::string::npos),
+               "expected " << word << " in " << (t.failure ? t.failure->message : "no failure"));
+  };
+  refused(entry("a", "acme") + entry("b", "beta", "[\"root\"]"), "#2");
+  refused(entry("a", "acme", "[\"root\"]"), "root");
+  refused(entry("a", "acme", "[]"), "scopes");
+  refused(entry("a", "acme") + entry("a", "beta"), "twice");
+  refused(entry("a", "bad tenant"), "tenant");
+  refused("[[token]]\nsha256 = \"abc\"\ntenant = \"t\"\nprincipal = \"p\"\nscopes = [\"admin\"]\n",
+          "sha256");
+  refused(entry("a", "acme") + "secret = \"x\"\n", "secret");
+  refused("[tokens]\n", "tokens");
+  refused("[[token]\n", "line 1");
+}
+
+BOOST_AUTO_TEST_CASE(made_tokens_are_random_and_well_formed) {
+  const auto a = nd::make_token(), b = nd::make_token();
+  BOOST_TEST(a != b);
+  BOOST_TEST(a.size() == 4u + 64u);
+  BOOST_TEST(a.rfind("sbd_", 0) == 0u);
+}
+
+BOOST_AUTO_TEST_CASE(sha256_is_the_standard_one) {
+  // FIPS 180-2 test vector.
+  BOOST_TEST(hex_of(nd::token_sha256("abc")) ==
+             "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(runtime_choice)
+
+using ev::runtime_kind;
+
+BOOST_AUTO_TEST_CASE(nothing_configured_takes_runsc) {
+  auto c = nd::choose_runtimes({}, {}, machine_with({runtime_kind::runsc, runtime_kind::crun}));
+  BOOST_TEST((c.kinds == std::vector{runtime_kind::runsc}));
+  BOOST_TEST((c.default_kind == runtime_kind::runsc));
+  BOOST_TEST(c.warnings.empty());
+}
+
+BOOST_AUTO_TEST_CASE(nothing_configured_falls_back_to_crun_with_a_warning) {
+  auto c = nd::choose_runtimes({}, {}, machine_with({runtime_kind::crun}));
+  BOOST_TEST((c.kinds == std::vector{runtime_kind::crun}));
+  BOOST_TEST((c.default_kind == runtime_kind::crun));
+  BOOST_REQUIRE_EQUAL(c.warnings.size(), 1u);
+  BOOST_TEST(c.warnings[0].find("runsc is not installed") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(no_runtime_at_all_is_refused) {
+  const auto m = refusal([] { nd::choose_runtimes({}, {}, machine_with({})); });
+  BOOST_TEST(m.find("runsc") != std::string::npos);
+  BOOST_TEST(m.find("crun") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_configured_runtime_that_cannot_run_is_refused) {
+  const auto m = refusal([] {
+    nd::choose_runtimes({runtime_kind::crun, runtime_kind::runsc}, {},
+                        machine_with({runtime_kind::crun}));
+  });
+  BOOST_TEST(m.find("runtime runsc cannot run") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(the_default_must_be_held) {
+  const auto m = refusal([] {
+    nd::choose_runtimes({runtime_kind::crun}, runtime_kind::runsc,
+                        machine_with({runtime_kind::crun, runtime_kind::runsc}));
+  });
+  BOOST_TEST(m.find("not among") != std::string::npos);
+  auto c = nd::choose_runtimes({runtime_kind::crun, runtime_kind::runsc, runtime_kind::crun}, {},
+                               machine_with({runtime_kind::crun, runtime_kind::runsc}));
+  BOOST_TEST((c.kinds == std::vector{runtime_kind::crun, runtime_kind::runsc}));
+  BOOST_TEST((c.default_kind == runtime_kind::runsc));
+  c = nd::choose_runtimes({runtime_kind::hollow}, {}, machine_with({runtime_kind::hollow}));
+  BOOST_TEST((c.default_kind == runtime_kind::hollow));
+  BOOST_TEST(c.warnings.size() == 1u);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_CASE(json_log_lines_are_json_whatever_the_message) {
+  const std::string message = std::string("quote \" backslash \\ newline \n tab \t nul ") +
+                              std::string(1, '\0') + " bad utf-8 \xff\xfe ok é 😀 end";
+  const auto line = nd::json_log_line("2026-12-01T00:00:00.000Z", "info", message);
+  BOOST_TEST(line.find('\n') == std::string::npos);
+  const auto j = nlohmann::json::parse(line);
+  BOOST_TEST(j["level"] == "info");
+  const std::string back = j["message"];
+  BOOST_TEST(back.find("quote \" backslash \\ newline \n tab \t nul ") == 0u);
+  BOOST_TEST(back.find("ok é 😀 end") != std::string::npos);
+  BOOST_TEST(back.find("\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
+}

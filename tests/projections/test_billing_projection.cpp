@@ -1,0 +1,207 @@
+// Bills from projected streams, against figures worked out by hand (not a second run of the
+// same code): a sandbox that goes through every event kind (snapshot_taken and a payload of a
+// newer version included), the published example, and the per-line rounding. The stream is
+// appended to a real file_log and projected into a real PostgreSQL in small batches.
+#define BOOST_TEST_MODULE billing_projection
+#include <boost/test/unit_test.hpp>
+
+#include "projections/billing_report.hpp"
+#include "projections/projector.hpp"
+#include "tests/projections/lifecycle_stream.hpp"
+#include "tests/projections/log_under_test.hpp"
+#include "tests/projections/postgres_installed.hpp"
+#include "tests/support/pg_server.hpp"
+
+#include <pqxx/pqxx>
+
+#include <set>
+#include <string_view>
+
+using namespace std::chrono_literals;
+using namespace sandboxd;
+using namespace sandboxd::projections;
+using sandboxd::test::pg_server;
+using sandboxd::test::sandbox_events;
+
+namespace {
+
+constexpr std::int64_t gib = bytes_per_gib;
+constexpr std::int64_t hour_ms = ms_per_hour;
+constexpr std::int64_t minute_ms = 60'000;
+// An hour boundary; the sandboxes start 17 minutes later, so their intervals straddle hours.
+constexpr std::int64_t t0_ms = 472'222 * hour_ms;
+constexpr std::int64_t t0_ns = t0_ms * 1'000'000;
+
+struct fixture {
+  test::log_under_test log;
+  std::string schema = "bill_" + log.name();
+  std::string conninfo = pg_server::shared().conninfo();
+  pqxx::connection conn{conninfo};
+
+  void project(const std::vector<events::event>& stream) {
+    test::append_all(*log, stream);
+    projector_options o;
+    o.schema = schema;
+    o.max_batch = 5; // batch boundaries inside every sandbox's history
+    projector p(*log, conninfo, o);
+    p.catch_up();
+  }
+  bill report(const std::string& tenant, std::int64_t from_ms, std::int64_t to_ms) {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    auto r = billing_report(tx, tenant, from_ms, to_ms);
+    BOOST_TEST_REQUIRE(r.value.has_value(), (r.failure ? r.failure->message : ""));
+    return *r.value;
+  }
+};
+
+// sb-all (tenant acme), 2 GiB of memory, starting at t0 + 17 min = T, every event kind:
+//   seq  1 created (2048 MiB)      T          seq 12 timeout_changed          T+2h
+//   seq  2 started                 T          seq 13 pause_requested (memory) T+3h
+//   seq  3 storage_sampled 1 GiB   T          seq 14 paused (memory, 3 GiB)   T+3h
+//   seq  4 exec_started            T+1h       seq 15 command_rejected (exec)  T+4h
+//   seq  5 exec_finished           T+1h       seq 16 a newer version's kind   T+4h30m
+//   seq  6 file_written            T+1h       seq 17 resume_requested         T+5h
+//   seq  7 file_read               T+1h       seq 18 resumed                  T+5h
+//   seq  8 file_op_requested       T+1h       seq 19 failed (running)         T+6h
+//   seq  9 file_op_finished        T+1h       seq 20 delete_requested         T+7h
+//   seq 10 exec_kill_requested     T+1h       seq 21 deleted                  T+7h
+//   seq 11 snapshot_taken 3 GiB    T+2h
+std::vector<events::event> every_kind() {
+  using namespace events;
+  sandbox_events s("sb-all", "acme", t0_ns);
+  s.after(17min).created(2048).started().sampled(1 * gib);
+  s.after(1h).exec("make test");
+  exec_finished done;
+  done.exec_id = "x4";
+  done.exit_code = 0;
+  done.duration = 3s;
+  s.add(done, "system");
+  file_written w;
+  w.path = "/workspace/out.txt";
+  w.bytes = 4096;
+  w.sha256[0] = 0xab;
+  s.add(w);
+  s.add(file_read{"/workspace/out.txt", 4096});
+  file_op_requested op;
+  op.op_id = "op-1";
+  op.kind = file_op_kind::make_dir;
+  op.path = "/workspace/d";
+  s.add(op);
+  file_op_finished op_done;
+  op_done.op_id = "op-1";
+  op_done.kind = file_op_kind::make_dir;
+  s.add(op_done, "system");
+  s.add(exec_kill_requested{"x4", 15});
+  s.after(1h).add(snapshot_taken{"snap-1", 3 * gib}, "system");
+  timeout_changed t;
+  t.timeouts.idle_timeout = 15min;
+  s.add(t);
+  s.after(1h).pause(pause_mode::memory, 3 * gib);
+  s.after(1h).rejected(command_kind::exec, errc::conflict,
+                       "sandbox sb-all is paused; resume it before exec");
+  s.after(30min).add(unknown{40}, "system");
+  s.after(30min).resume();
+  s.after(1h).fail("runsc exited 137");
+  s.after(1h).remove();
+  return s.events();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::postgres_installed))
+
+BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixture) {
+  const auto stream = every_kind();
+  BOOST_TEST_REQUIRE(stream.size() == 21u);
+  std::set<std::string_view> kinds;
+  for (const auto& e : stream)
+    kinds.insert(events::type_name(e.body));
+  for (auto k : events::payload_type_names())
+    BOOST_TEST(kinds.count(k) == 1u, "the stream lacks " << k);
+  BOOST_TEST(kinds.count("unknown") == 1u);
+  project(stream);
+
+  // The whole life, in hours t0 .. t0+8h.
+  auto b = report("acme", t0_ms, t0_ms + 8 * hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 1u);
+  const auto& l = b.lines[0];
+  BOOST_TEST(l.sandbox_id == "sb-all");
+  // Compute, 2 GiB while running: started T .. pause_requested T+3h, resumed T+5h ..
+  // failed T+6h: 2 GiB × 4 h = 8 GiB·h = 8 × 2^30 B × 3,600,000 ms = 30,923,764,531,200,000
+  // byte-ms; 8 GiB·h × 15,000 µ$ = 120,000 µ$.
+  BOOST_TEST(usage_to_string(l.compute_byte_ms) == "30923764531200000");
+  BOOST_TEST(l.compute_micro_usd == 120'000);
+  // Storage: 1 GiB sampled T .. snapshot_taken (3 GiB) T+2h .. paused (3 GiB) T+3h ..
+  // deleted T+7h: 1 × 2 + 3 × 1 + 3 × 4 = 17 GiB·h = 65,712,999,628,800,000 byte-ms;
+  // 17 GiB·h × 20,000 µ$ / 730 h = 465.75… µ$, rounded half up: 466 µ$.
+  BOOST_TEST(usage_to_string(l.storage_byte_ms) == "65712999628800000");
+  BOOST_TEST(l.storage_micro_usd == 466);
+  BOOST_TEST(b.total_micro_usd == 120'466);
+  // The events that opened and closed each interval: compute 2→13, 18→19; storage 3→11,
+  // 11→14, 14→21.
+  BOOST_TEST(
+    (l.event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11", "sb-all:13",
+                                             "sb-all:14", "sb-all:18", "sb-all:19", "sb-all:21"}));
+
+  // Two hours of it, [t0+2h, t0+4h) (T = t0+17m):
+  // compute: T .. T+3h overlaps t0+2h .. t0+3h17m = 77 min: 2 GiB × 77 min = 154 GiB·min,
+  //   × 15,000 µ$ / 60 = 38,500 µ$;
+  // storage: 1 GiB over t0+2h .. t0+2h17m (17 min) + 3 GiB over t0+2h17m .. t0+3h17m (60 min)
+  //   + 3 GiB over t0+3h17m .. t0+4h (43 min) = 17 + 180 + 129 = 326 GiB·min,
+  //   × 20,000 µ$ / (60 × 730) = 148.86 µ$ → 149 µ$.
+  auto part = report("acme", t0_ms + 2 * hour_ms, t0_ms + 4 * hour_ms);
+  BOOST_TEST_REQUIRE(part.lines.size() == 1u);
+  BOOST_TEST(usage_to_string(part.lines[0].compute_byte_ms) ==
+             usage_to_string(usage_t{154} * gib * minute_ms));
+  BOOST_TEST(part.lines[0].compute_micro_usd == 38'500);
+  BOOST_TEST(usage_to_string(part.lines[0].storage_byte_ms) ==
+             usage_to_string(usage_t{326} * gib * minute_ms));
+  BOOST_TEST(part.lines[0].storage_micro_usd == 149);
+  BOOST_TEST(part.total_micro_usd == 38'649);
+  // The intervals touching those hours: compute 2→13, storage 3→11, 11→14 and 14→21.
+  BOOST_TEST(
+    (part.lines[0].event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11",
+                                                         "sb-all:13", "sb-all:14", "sb-all:21"}));
+}
+
+// docs/billing.md: a 4 GiB sandbox running 10 hours, then paused with a 20 GiB writable layer
+// kept 730 hours: $0.60 + $0.40 = $1.00.
+BOOST_FIXTURE_TEST_CASE(the_published_example_bills_one_dollar, fixture) {
+  sandbox_events s("sb-example", "example", t0_ns);
+  s.after(17min).created(4096).started();
+  s.after(10h).pause(events::pause_mode::filesystem, 20 * gib);
+  s.after(730h).remove();
+  project(s.events());
+
+  auto b = report("example", t0_ms, t0_ms + 741 * hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 1u);
+  // 4 GiB × 10 h = 40 GiB·h × 15,000 µ$ = 600,000 µ$.
+  BOOST_TEST(b.lines[0].compute_micro_usd == 600'000);
+  // 20 GiB × 730 h = 14,600 GiB·h × 20,000 µ$ / 730 h = 400,000 µ$.
+  BOOST_TEST(b.lines[0].storage_micro_usd == 400'000);
+  BOOST_TEST(b.total_micro_usd == 1'000'000);
+  BOOST_TEST(format_dollars(b.total_micro_usd) == "1.000000");
+}
+
+// Rounding is per line: two sandboxes each computing 1 GiB for 120 ms (1/30,000 GiB·h =
+// 0.5 µ$ each) bill 1 µ$ each, 2 µ$ together — not the 1 µ$ of their summed usage.
+BOOST_FIXTURE_TEST_CASE(each_line_is_rounded_on_its_own, fixture) {
+  std::vector<events::event> stream;
+  for (const char* id : {"sb-half-1", "sb-half-2"}) {
+    sandbox_events s(id, "rounding", t0_ns);
+    s.created(1024).started().after(120ms).remove();
+    stream.insert(stream.end(), s.events().begin(), s.events().end());
+  }
+  project(stream);
+  auto b = report("rounding", t0_ms, t0_ms + hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 2u);
+  for (const auto& l : b.lines) {
+    BOOST_TEST(usage_to_string(l.compute_byte_ms) == usage_to_string(usage_t{gib} * 120));
+    BOOST_TEST(l.compute_micro_usd == 1);
+    BOOST_TEST(l.storage_micro_usd == 0);
+  }
+  BOOST_TEST(b.total_micro_usd == 2);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
