@@ -2,6 +2,7 @@
 
 #include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
+#include "runtime/data_entry.hpp"
 #include "runtime/exec_guard.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/lifecycle_rules.hpp"
@@ -194,29 +195,10 @@ std::optional<std::string> oci_unavailable(oci_runtime runtime) {
   return std::nullopt;
 }
 
-// The data directory made and spelled canonically, as /proc/self/mountinfo shows it.
-static oci_options with_canonical_dir(oci_options o) {
-  fs::create_directories(o.data_dir);
-  o.data_dir = fs::canonical(o.data_dir).string();
+// The options with the data directory replaced by the path the driver works through.
+static oci_options through(oci_options o, const data_entry& entry) {
+  o.data_dir = entry.path();
   return o;
-}
-
-// Every directory above the data directory must be searchable by others: the runtime's
-// processes in a sandbox's user namespace (crun's init, runsc's gofer) reach the bundle
-// through them as the sandbox's unprivileged root.
-static void check_ancestors_searchable(const std::string& data_dir) {
-  for (fs::path p = fs::path(data_dir).parent_path(); !p.empty(); p = p.parent_path()) {
-    struct stat st {};
-    if (::stat(p.c_str(), &st) != 0 || (st.st_mode & S_IXOTH) == 0)
-      throw std::invalid_argument("directory " + p.string() +
-                                  " above the data directory must be searchable by other "
-                                  "users (chmod o+x " +
-                                  p.string() +
-                                  "): sandboxes run as unprivileged host users and "
-                                  "reach their root filesystem through it");
-    if (p == p.root_path())
-      break;
-  }
 }
 
 // The directories of the data directory and who may reach them (docs/security.md): the
@@ -231,14 +213,13 @@ static void set_data_dir_modes(const std::string& data) {
 }
 
 oci_driver::oci_driver(oci_options options)
-    : options_(with_canonical_dir(std::move(options))), templates_(options_.data_dir),
-      removals_(options_.data_dir),
+    : entry_(options.data_dir, options.entry_root), options_(through(std::move(options), entry_)),
+      templates_(options_.data_dir), removals_(options_.data_dir),
       layers_({options_.data_dir, options_.layer_pool_bytes, options_.default_disk_bytes}),
       ids_(options_.id_ranges_first, options_.id_ranges_count) {
   if (options_.data_dir.find_first_of(",:") != std::string::npos)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
-  check_ancestors_searchable(options_.data_dir);
   if (options_.runtime == oci_runtime::runsc) {
     runsc_binary b = find_runsc(options_.runtime_path);
     runtime_bin_ = b.path;

@@ -26,6 +26,7 @@
 // The driver makes this process a child subreaper (orphan_reaper.hpp).
 #pragma once
 
+#include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/layer_pool.hpp"
@@ -49,9 +50,11 @@ enum class oci_runtime { crun, runsc };
 
 struct oci_options {
   oci_runtime runtime = oci_runtime::runsc;
-  // Created if missing; no ',' or ':' in it (overlay mount options); every directory above
-  // it must be searchable by others (sandboxes reach their root filesystem through it).
+  // Created if missing; no ',' or ':' in it (overlay mount options). When a directory
+  // above it is not searchable by others, the driver works through a bind of it under
+  // `entry_root` (data_entry.hpp).
   std::string data_dir;
+  std::string entry_root = "/run/sandboxd";
   std::string runtime_path; // empty: looked up in PATH
   // Host ids of sandboxes: `id_ranges_count` ranges of 65536 from `id_ranges_first`, one
   // per sandbox (id_map.hpp). Keep them free of host users and /etc/subuid ranges.
@@ -94,6 +97,9 @@ public:
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
   // benchmark's raw comparison.
   std::vector<std::string> runtime_command() const;
+  // The path the driver works through for its data directory: the data directory, or its
+  // bind under entry_root (data_entry.hpp).
+  const std::string& working_dir() const { return options_.data_dir; }
   // The host path of the exec guard bound into its sandboxes (exec_guard.hpp).
   std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
   // Which runtime binary this driver runs and what it can do (runsc_binary.hpp).
@@ -156,6 +162,7 @@ private:
   auto with_files(const std::string& id, bool write, F&& f)
     -> decltype(f(std::string(), sandbox_record()));
 
+  data_entry entry_; // first: it outlives every member that works through it
   oci_options options_;
   std::string runtime_bin_;
   std::string runtime_note_;

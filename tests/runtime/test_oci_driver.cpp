@@ -12,6 +12,7 @@
 #include <chrono>
 #include <fstream>
 #include <sstream>
+#include <sys/stat.h>
 #include <thread>
 
 using namespace sandboxd::runtime;
@@ -340,6 +341,39 @@ BOOST_FIXTURE_TEST_CASE(remove_leaves_no_mount_process_directory_or_runtime_stat
   BOOST_TEST(listed.exit_code == 0);
   BOOST_TEST(listed.output.find("del") == std::string::npos, listed.output);
   BOOST_TEST(d->list()->empty());
+}
+
+// A data directory below a directory closed to other users (a node's data directory is
+// 0700) is worked through a bind of it under /run/sandboxd, which is gone again with the
+// last sandbox and the driver.
+BOOST_FIXTURE_TEST_CASE(a_data_directory_below_a_closed_directory_works_through_an_entry, fixture) {
+  std::string closed = dir.path() + "/closed";
+  std::filesystem::create_directories(closed);
+  ::chmod(closed.c_str(), 0700);
+  std::string entry;
+  {
+    oci_options o;
+    o.runtime = driver_under_test::kind;
+    o.data_dir = closed + "/data";
+    oci_driver inner(o);
+    entry = inner.working_dir();
+    BOOST_TEST(entry.rfind("/run/sandboxd/", 0) == 0u, entry);
+    BOOST_TEST(is_mount_point(entry));
+    create_request req;
+    req.id = "behind";
+    BOOST_TEST_REQUIRE(inner.create(req).ok());
+    BOOST_TEST_REQUIRE(inner.start("behind").ok());
+    exec_request e;
+    e.argv = {"echo", "through"};
+    auto r = inner.exec("behind", e);
+    BOOST_TEST_REQUIRE(r.ok(), (r ? "" : r.err().message));
+    BOOST_TEST(r->stdout_data == "through\n", r->stderr_data);
+    // Files are where the data directory is.
+    BOOST_TEST_REQUIRE(inner.write_file("behind", "/workspace/x", "x", 0644).ok());
+    BOOST_TEST_REQUIRE(inner.remove("behind").ok());
+    inner.drain_removals();
+  }
+  BOOST_TEST(!std::filesystem::exists(entry));
 }
 
 BOOST_AUTO_TEST_SUITE_END()
