@@ -9,26 +9,38 @@
 //              waited for after each cycle, outside it
 //   fs_pause, resume   filesystem pause and resume with 10 MiB in the writable layer
 //   concurrent_running how many idle sandboxes ran at once (all checked with an exec)
+//   hardening  what each layer of the boundary costs (docs/performance.md): the raw
+//              runtime's create and exec on bundles without and with the user namespace
+//              (an idmapped template) and the seccomp filter; exec with and without the
+//              exec guard; a layer in the btrfs pool (subvolume and qgroup limit) against
+//              two plain directories, and its usage() against a walk of the layer
 //
 //   runtime_bench [--json] [--iterations N] [--concurrent N] [--drivers crun,runsc]
 // With --json the last line is one JSON object with every figure.
 #include "runtime/child_process.hpp"
+#include "runtime/exec_guard.hpp"
+#include "runtime/id_map.hpp"
+#include "runtime/layer_pool.hpp"
 #include "runtime/oci_driver.hpp"
 #include "runtime/oci_spec.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/template_store.hpp"
+#include "runtime/tree_walk.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <string>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <vector>
 
 using namespace sandboxd::runtime;
@@ -77,8 +89,11 @@ void must(const outcome<T>& o, const std::string& what) {
     throw std::runtime_error(what + ": " + o.err().message);
 }
 
-// One raw cycle with the runtime's CLI, through the same process runner the driver uses.
-double raw_cycle(oci_driver& d, const std::string& bundle, const std::string& id) {
+// One raw cycle with the runtime's CLI, through the same process runner the driver uses;
+// its steps are recorded as "<prefix>_<step>", the exec runs `exec_argv`.
+double raw_cycle(oci_driver& d, const std::string& bundle, const std::string& id,
+                 const std::string& prefix = "raw",
+                 std::vector<std::string> exec_argv = {"echo", "hi"}) {
   auto run = [&](std::vector<std::string> args) {
     process_options o;
     o.argv = d.runtime_command();
@@ -89,12 +104,15 @@ double raw_cycle(oci_driver& d, const std::string& bundle, const std::string& id
     return r.out;
   };
   auto t0 = clock_type::now();
-  stopwatch w{"raw"};
+  stopwatch w{prefix};
   run({"create", "--bundle", bundle, id});
   w.lap("create");
   run({"start", id});
   w.lap("start");
-  must(run({"exec", id, "echo", "hi"}) == "hi\n", "raw exec output");
+  std::vector<std::string> exec = {"exec", id};
+  exec.insert(exec.end(), exec_argv.begin(), exec_argv.end());
+  std::string said = run(exec);
+  must(said == "hi\n", prefix + " exec said: " + said);
   w.lap("exec");
   run({"delete", "--force", id});
   w.lap("delete");
@@ -114,7 +132,7 @@ double driver_cycle(oci_driver& d, const std::string& id) {
   e.argv = {"echo", "hi"};
   auto r = d.exec(id, e);
   must(r, "exec");
-  must(r->stdout_data == "hi\n", "exec output");
+  must(r->stdout_data == "hi\n", "exec output: " + r->stdout_data + r->stderr_data);
   w.lap("exec");
   must(d.remove(id), "remove");
   w.lap("delete");
@@ -135,8 +153,14 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
     return;
   }
   sandboxd::test::temp_dir dir("bench-runtime");
+  ::chmod(dir.path().c_str(), 0711); // sandboxes reach their root through it
   std::string data = dir.path() + "/data";
-  oci_driver d({kind, data, ""});
+  oci_options options;
+  options.runtime = kind;
+  options.data_dir = data;
+  oci_driver d(options);
+  std::cout << name << ": " << d.runtime_note() << "\n";
+  out[name + "_runtime"] = d.runtime_note();
   // Removes whatever a failed step left, before the directory goes.
   struct remove_all_sandboxes {
     oci_driver& d;
@@ -150,28 +174,72 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
   auto base = templates.rootfs("base");
   must(base, "template base");
 
-  // The raw bundle: its own writable layer and cgroup, the same config as a sandbox.
-  std::string raw = dir.path() + "/raw";
-  overlay_dirs ov{base.value(), raw + "/upper", raw + "/work", raw + "/merged"};
-  for (auto& p : {ov.upper, ov.work, ov.target, raw + "/bundle"})
-    fs::create_directories(p);
-  std::ofstream(raw + "/bundle/config.json")
-    << make_config_json({ov.target, "/sandboxd/bench-raw-" + name, limits{}});
+  // The raw bundles, each with its own writable layer and cgroup: `raw` as a sandbox is
+  // (user namespace over an idmapped template, seccomp, the exec guard bound in), and the
+  // hardening variants without the user namespace and/or without the seccomp filter.
+  std::vector<std::string> raw_mounts; // unmounted at the end, deepest first
+  struct unmount_all {
+    std::vector<std::string>& m;
+    ~unmount_all() {
+      for (auto it = m.rbegin(); it != m.rend(); ++it)
+        unmount_path(*it);
+    }
+  } unmount_raw{raw_mounts};
+  const std::uint32_t raw_ids = 3u << 30; // a range outside the driver's
+  auto make_bundle = [&](const std::string& variant, bool userns, bool seccomp) {
+    std::string b = dir.path() + "/" + variant;
+    overlay_dirs ov{base.value(), b + "/upper", b + "/work", b + "/merged"};
+    for (auto& p : {ov.upper, ov.work, ov.target, b + "/bundle", b + "/lower"})
+      fs::create_directories(p);
+    if (userns) {
+      unique_fd t(::open(base.value().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      mount_idmapped(t.get(), b + "/lower", {raw_ids});
+      raw_mounts.push_back(b + "/lower");
+      ov.lower = b + "/lower";
+      must(::chown(ov.upper.c_str(), raw_ids, raw_ids) == 0, "chown upper");
+      for (auto& p : {b, b + "/bundle"})
+        must(::chown(p.c_str(), 0, raw_ids) == 0 && ::chmod(p.c_str(), 0710) == 0, "chown");
+    }
+    mount_overlay(ov);
+    raw_mounts.push_back(ov.target);
+    auto config = nlohmann::json::parse(
+      make_config_json({ov.target, "/sandboxd/bench-" + variant + "-" + name, limits{},
+                        userns ? raw_ids : 0u, d.exec_guard_path()}));
+    if (!seccomp)
+      config["linux"].erase("seccomp");
+    std::ofstream(b + "/bundle/config.json") << config.dump(1);
+    return b + "/bundle";
+  };
+  std::string raw = make_bundle("raw", true, true);
+  const std::vector<std::pair<std::string, std::pair<bool, bool>>> variants = {
+    {"plain", {false, false}}, {"userns", {true, false}}, {"seccomp", {false, true}}};
+  std::map<std::string, std::string> variant_bundles;
+  for (const auto& [v, flags] : variants)
+    variant_bundles[v] = make_bundle(v, flags.first, flags.second);
 
   g_steps.clear();
   std::vector<double> cycles, raws;
   {
-    scoped_overlay mounted(ov);
     driver_cycle(d, "warm"); // the first cycle builds nothing, but warms caches
-    raw_cycle(d, raw + "/bundle", "raw-warm");
+    raw_cycle(d, raw, "raw-warm");
     for (int i = 0; i < iterations; ++i) {
       cycles.push_back(driver_cycle(d, "c" + std::to_string(i)));
-      raws.push_back(raw_cycle(d, raw + "/bundle", "raw" + std::to_string(i)));
+      raws.push_back(raw_cycle(d, raw, "raw" + std::to_string(i)));
+    }
+    // The hardening variants, fewer rounds, interleaved with the full raw bundle, whose
+    // exec also runs under the guard once per round.
+    for (int i = 0; i < std::max(5, iterations / 2); ++i) {
+      for (const auto& [v, b] : variant_bundles)
+        raw_cycle(d, b, v + std::to_string(i), "raw_" + v);
+      raw_cycle(d, raw, "guard" + std::to_string(i), "raw_guard",
+                {k_exec_guard_in_sandbox, "0", "--", "echo", "hi"});
     }
   }
   for (const char* ctrl :
        {"memory", "pids", "cpu", "cpuacct", "cpuset", "blkio", "devices", "freezer", "systemd"})
-    ::rmdir((std::string("/sys/fs/cgroup/") + ctrl + "/sandboxd/bench-raw-" + name).c_str());
+    for (const char* v : {"raw", "plain", "userns", "seccomp"})
+      ::rmdir(
+        (std::string("/sys/fs/cgroup/") + ctrl + "/sandboxd/bench-" + v + "-" + name).c_str());
 
   // Filesystem pause and resume with 10 MiB in the writable layer.
   std::vector<double> pauses, resumes;
@@ -241,10 +309,92 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
     out[name + "_" + step + "_p50_ms"] = round2(percentile(v, 0.5));
     std::printf("%s %s p50 %.1f ms\n", name.c_str(), step.c_str(), percentile(v, 0.5));
   }
+  auto step = [&](const std::string& k) { return percentile(g_steps[k], 0.5); };
+  for (const char* s : {"create", "exec"}) {
+    double plain = step(std::string("raw_plain_") + s);
+    std::printf("%s hardening %s p50: plain %.2f ms, +user namespace %+.2f ms, +seccomp %+.2f ms, "
+                "both (as sandboxes run) %+.2f ms\n",
+                name.c_str(), s, plain, step(std::string("raw_userns_") + s) - plain,
+                step(std::string("raw_seccomp_") + s) - plain,
+                step(std::string("raw_") + s) - plain);
+  }
+  std::printf("%s hardening exec under the guard: %+.2f ms (%.2f against %.2f ms)\n", name.c_str(),
+              step("raw_guard_exec") - step("raw_exec"), step("raw_guard_exec"), step("raw_exec"));
   std::printf("%s: cycle p50 %.1f ms p99 %.1f ms; raw CLI p50 %.1f ms (x%.2f); "
               "fs pause p50 %.1f ms, resume p50 %.1f ms (10 MiB layer); %d idle running at once\n",
               name.c_str(), p50, percentile(cycles, 0.99), raw50, p50 / raw50,
               percentile(pauses, 0.5), percentile(resumes, 0.5), running);
+}
+
+// What a layer in the btrfs pool costs against two plain directories on the data
+// directory's filesystem, and usage() (a qgroup read after a commit) against a walk.
+void bench_layers(int iterations, nlohmann::json& out) {
+  if (::geteuid() != 0 || layer_pool::unavailable()) {
+    std::cout << "layers: skipped: " << layer_pool::unavailable().value_or("needs root") << "\n";
+    return;
+  }
+  sandboxd::test::temp_dir dir("bench-layers");
+  std::vector<double> pool_create, pool_remove, dirs_create, dirs_remove, usage, walk;
+  {
+    layer_pool pool({dir.path(), 1ull << 30, 1ull << 30});
+    unique_fd plain(::open(dir.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    std::string ten(10 << 20, 'x');
+    for (int i = 0; i < iterations; ++i) {
+      std::string id = "l" + std::to_string(i);
+      auto t0 = clock_type::now();
+      pool.create(id, 3u << 30, 3u << 30, 0);
+      pool_create.push_back(ms_since(t0));
+      // On a failed step the layer goes too, so that the pool can be unmounted.
+      struct drop_on_failure {
+        layer_pool& pool;
+        std::string id;
+        bool armed = true;
+        ~drop_on_failure() {
+          try {
+            if (armed)
+              pool.remove(id);
+          } catch (...) {
+            // The temporary directory's removal reports what is left.
+          }
+        }
+      } drop{pool, id};
+      std::ofstream(pool.upper(id) + "/ten.bin") << ten;
+      t0 = clock_type::now();
+      must(pool.usage(id) >= ten.size(), "usage counts the file");
+      usage.push_back(ms_since(t0));
+      unique_fd layer(::open((dir.path() + "/layers/" + id).c_str(), O_PATH | O_DIRECTORY));
+      t0 = clock_type::now();
+      must(tree_bytes_at(layer.get(), "upper") >= ten.size(), "walk counts the file");
+      walk.push_back(ms_since(t0));
+      t0 = clock_type::now();
+      drop.armed = false;
+      pool.remove(id);
+      pool_remove.push_back(ms_since(t0));
+      t0 = clock_type::now();
+      must(::mkdirat(plain.get(), id.c_str(), 0700) == 0, "mkdir");
+      unique_fd d(::openat(plain.get(), id.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      must(::mkdirat(d.get(), "upper", 0755) == 0 && ::mkdirat(d.get(), "work", 0700) == 0,
+           "mkdir");
+      dirs_create.push_back(ms_since(t0));
+      t0 = clock_type::now();
+      remove_tree_at(plain.get(), id);
+      dirs_remove.push_back(ms_since(t0));
+    }
+  }
+  auto put = [&](const char* k, const std::vector<double>& v) {
+    out[std::string("layer_") + k + "_p50_ms"] = round2(percentile(v, 0.5));
+  };
+  put("pool_create", pool_create);
+  put("pool_remove", pool_remove);
+  put("dirs_create", dirs_create);
+  put("dirs_remove", dirs_remove);
+  put("usage", usage);
+  put("walk", walk);
+  std::printf("layers: pool create %.2f ms, remove %.2f ms (plain directories %.2f, %.2f ms); "
+              "usage with 10 MiB %.2f ms (a walk %.2f ms)\n",
+              percentile(pool_create, 0.5), percentile(pool_remove, 0.5),
+              percentile(dirs_create, 0.5), percentile(dirs_remove, 0.5), percentile(usage, 0.5),
+              percentile(walk, 0.5));
 }
 
 } // namespace
@@ -272,6 +422,7 @@ int main(int argc, char** argv) {
   nlohmann::json out = nlohmann::json::object();
   out["iterations"] = iterations;
   try {
+    bench_layers(std::max(10, iterations / 2), out);
     for (auto kind : {oci_runtime::crun, oci_runtime::runsc}) {
       std::string n = kind == oci_runtime::crun ? "crun" : "runsc";
       if (drivers.find(n) != std::string::npos)

@@ -55,8 +55,8 @@ runtime::outcome<void> metered_driver::write_file(const std::string& id, const s
   return timed(driver_call::write_file, [&] { return inner_.write_file(id, path, content, mode); });
 }
 
-runtime::outcome<std::vector<runtime::dir_entry>>
-metered_driver::list_dir(const std::string& id, const std::string& path) {
+runtime::outcome<runtime::dir_listing> metered_driver::list_dir(const std::string& id,
+                                                                const std::string& path) {
   return timed(driver_call::list_dir, [&] { return inner_.list_dir(id, path); });
 }
 

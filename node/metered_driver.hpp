@@ -26,8 +26,8 @@ public:
   runtime::outcome<std::string> read_file(const std::string& id, const std::string& path) override;
   runtime::outcome<void> write_file(const std::string& id, const std::string& path,
                                     std::string_view content, std::uint32_t mode) override;
-  runtime::outcome<std::vector<runtime::dir_entry>> list_dir(const std::string& id,
-                                                             const std::string& path) override;
+  runtime::outcome<runtime::dir_listing> list_dir(const std::string& id,
+                                                  const std::string& path) override;
   runtime::outcome<runtime::file_info> stat(const std::string& id,
                                             const std::string& path) override;
   runtime::outcome<runtime::usage_info> usage(const std::string& id) override;

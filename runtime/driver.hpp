@@ -39,6 +39,11 @@ struct limits {
   std::uint32_t pids = 512;
   std::uint64_t max_output_bytes = 1ull << 20; // per exec, stdout and stderr each
   std::uint64_t max_file_bytes = 64ull << 20;  // per read_file / write_file
+  // Writable layer size, enforced by the kernel (writes past it fail with EDQUOT inside
+  // the sandbox); 0 = the node's default.
+  std::uint64_t disk_bytes = 0;
+  // Most entries one list_dir returns (the listing says when there were more).
+  std::uint32_t max_dir_entries = 10000;
 };
 
 // Network of a sandbox. Only `none` (a private loopback, no outside network) is
@@ -110,6 +115,11 @@ struct dir_entry {
   file_info info;
 };
 
+struct dir_listing {
+  std::vector<dir_entry> entries; // at most limits.max_dir_entries, in no particular order
+  bool truncated = false;         // the directory holds more entries than were returned
+};
+
 struct usage_info {
   std::uint64_t writable_bytes = 0;          // bytes in the writable layer (storage billing)
   std::optional<std::uint64_t> memory_bytes; // current memory use, where known
@@ -141,11 +151,12 @@ public:
   virtual outcome<void> remove(const std::string& id) = 0;
 
   virtual outcome<std::string> read_file(const std::string& id, const std::string& path) = 0;
-  // Atomic and binary-safe; creates missing parent directories (mode 0755).
+  // Atomic and binary-safe; creates missing parent directories (mode 0755). Only the
+  // permission bits of `mode` (0777) are kept: no setuid, setgid or sticky bit.
   virtual outcome<void> write_file(const std::string& id, const std::string& path,
                                    std::string_view content, std::uint32_t mode = 0644) = 0;
-  virtual outcome<std::vector<dir_entry>> list_dir(const std::string& id,
-                                                   const std::string& path) = 0;
+  // At most limits.max_dir_entries entries; `truncated` says when there were more.
+  virtual outcome<dir_listing> list_dir(const std::string& id, const std::string& path) = 0;
   // Follows symlinks inside the sandbox's root.
   virtual outcome<file_info> stat(const std::string& id, const std::string& path) = 0;
 

@@ -1,8 +1,11 @@
 #include "runtime/hollow_driver.hpp"
 
+#include "runtime/beneath.hpp"
+
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/rooted_fs.hpp"
 #include "runtime/sandbox_record.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -35,6 +38,8 @@ void append_capped(std::string& to, std::string_view data, const exec_request& r
 // Makes the driver's directories; returns the journal's path.
 std::string prepare(const std::string& data_dir) {
   std::filesystem::create_directories(data_dir + "/sandboxes");
+  // Sandbox content is the daemon's alone (no runtime needs to reach it here).
+  ::chmod(data_dir.c_str(), 0700);
   std::filesystem::create_directories(data_dir + "/empty-root");
   return data_dir + "/hollow.journal";
 }
@@ -117,8 +122,9 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
   if (req.network != network_policy::none)
     return make_error(errc::invalid_argument,
                       "driver hollow supports only network policy none; drop the network request");
-  if (req.template_name.empty())
-    return make_error(errc::invalid_argument, "empty template name; use base");
+  // No template is read here, but the name is checked as the real drivers check it.
+  if (auto c = check_template_name(req.template_name); !c)
+    return c.err();
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
     std::lock_guard<std::mutex> g(mu_);
     // A directory without a table entry is the remains of a sandbox the journal lost
@@ -222,7 +228,7 @@ outcome<void> hollow_driver::remove(const std::string& id) {
     // The files go first: a crash in between leaves an entry whose removal is retried.
     try {
       if (!surely_no_dir(id))
-        std::filesystem::remove_all(dir);
+        remove_tree_at(sandboxes_fd_, id);
     } catch (...) {
       std::lock_guard<std::mutex> g(mu_);
       removing_.erase(id);
@@ -268,13 +274,12 @@ outcome<void> hollow_driver::write_file(const std::string& id, const std::string
   });
 }
 
-outcome<std::vector<dir_entry>> hollow_driver::list_dir(const std::string& id,
-                                                        const std::string& path) {
+outcome<dir_listing> hollow_driver::list_dir(const std::string& id, const std::string& path) {
   wait_latency();
   auto r = find(id);
   if (!r)
     return r.err();
-  return list_dir_in_root(read_root(id), path);
+  return list_dir_in_root(read_root(id), path, r->limits.max_dir_entries);
 }
 
 outcome<file_info> hollow_driver::stat(const std::string& id, const std::string& path) {
@@ -292,7 +297,8 @@ outcome<usage_info> hollow_driver::usage(const std::string& id) {
     return r.err();
   usage_info u;
   if (!surely_no_dir(id))
-    u.writable_bytes = tree_bytes(root_of(options_.data_dir, id)); // a missing layer is 0
+    if (unique_fd dir = open_beneath(sandboxes_fd_, id, O_PATH | O_DIRECTORY | O_NOFOLLOW))
+      u.writable_bytes = tree_bytes_at(dir.get(), "upper"); // a missing layer is 0
   return u;
 }
 

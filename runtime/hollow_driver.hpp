@@ -62,7 +62,7 @@ public:
   outcome<std::string> read_file(const std::string& id, const std::string& path) override;
   outcome<void> write_file(const std::string& id, const std::string& path, std::string_view content,
                            std::uint32_t mode) override;
-  outcome<std::vector<dir_entry>> list_dir(const std::string& id, const std::string& path) override;
+  outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;

@@ -71,6 +71,8 @@ void add_put(std::string& out, const sandbox_info& info) {
     put_u(b, info.limits.pids, 4);
     put_u(b, info.limits.max_output_bytes, 8);
     put_u(b, info.limits.max_file_bytes, 8);
+    put_u(b, info.limits.disk_bytes, 8);
+    put_u(b, info.limits.max_dir_entries, 4);
   });
 }
 
@@ -179,6 +181,12 @@ void hollow_table::replay() {
       info.limits.pids = static_cast<std::uint32_t>(pids);
       info.limits.max_output_bytes = out;
       info.limits.max_file_bytes = file;
+      // Added later: absent in older journals, which keep the defaults.
+      std::uint64_t disk = 0, entries = info.limits.max_dir_entries;
+      if (b.u(disk, 8) && b.u(entries, 4)) {
+        info.limits.disk_bytes = disk;
+        info.limits.max_dir_entries = static_cast<std::uint32_t>(entries);
+      }
       table_[id] = std::move(info);
     } else if (k == static_cast<std::uint8_t>(kind::status)) {
       sandbox_status s{};

@@ -26,7 +26,10 @@
 // The driver makes this process a child subreaper (orphan_reaper.hpp).
 #pragma once
 
+#include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/id_map.hpp"
+#include "runtime/layer_pool.hpp"
 #include "runtime/orphan_reaper.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/removal_queue.hpp"
@@ -35,6 +38,8 @@
 #include "runtime/template_store.hpp"
 
 #include <atomic>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -45,8 +50,20 @@ enum class oci_runtime { crun, runsc };
 
 struct oci_options {
   oci_runtime runtime = oci_runtime::runsc;
-  std::string data_dir;     // created if missing; no ',' or ':' in it (overlay options)
+  // Created if missing; no ',' or ':' in it (overlay mount options). When a directory
+  // above it is not searchable by others, the driver works through a bind of it under
+  // `entry_root` (data_entry.hpp).
+  std::string data_dir;
+  std::string entry_root = "/run/sandboxd";
   std::string runtime_path; // empty: looked up in PATH
+  // Host ids of sandboxes: `id_ranges_count` ranges of 65536 from `id_ranges_first`, one
+  // per sandbox (id_map.hpp). Keep them free of host users and /etc/subuid ranges.
+  std::uint32_t id_ranges_first = 1u << 30;
+  std::uint32_t id_ranges_count = 16384;
+  // The writable layers' pool (layer_pool.hpp): its size when first made (0: 64 GiB, at
+  // most half the free space) and a sandbox's disk limit when it asks for 0.
+  std::uint64_t layer_pool_bytes = 0;
+  std::uint64_t default_disk_bytes = 10ull << 30;
 };
 
 // Why `runtime` cannot run sandboxes on this machine, or nullopt when it can.
@@ -56,6 +73,9 @@ class oci_driver final : public driver {
 public:
   // Throws std::invalid_argument for a data directory the overlay options cannot hold.
   explicit oci_driver(oci_options options);
+  // With no sandbox left, unmounts what the runtime keeps mounted in its state directory
+  // (runsc's null-netns) and, through the layer pool, the pool.
+  ~oci_driver() override;
 
   std::string_view name() const override;
   outcome<sandbox_info> create(const create_request& request) override;
@@ -67,7 +87,7 @@ public:
   outcome<std::string> read_file(const std::string& id, const std::string& path) override;
   outcome<void> write_file(const std::string& id, const std::string& path, std::string_view content,
                            std::uint32_t mode) override;
-  outcome<std::vector<dir_entry>> list_dir(const std::string& id, const std::string& path) override;
+  outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
@@ -77,6 +97,16 @@ public:
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
   // benchmark's raw comparison.
   std::vector<std::string> runtime_command() const;
+  // The path the driver works through for its data directory: the data directory, or its
+  // bind under entry_root (data_entry.hpp).
+  const std::string& working_dir() const { return options_.data_dir; }
+  // The host path of the exec guard bound into its sandboxes (exec_guard.hpp).
+  std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
+  // Which runtime binary this driver runs and what it can do (runsc_binary.hpp).
+  const std::string& runtime_note() const { return runtime_note_; }
+  // Whether a memory pause freezes the sandbox in place (crun; the current runsc, whose
+  // restore leaves exec'd processes stuck) rather than checkpointing it (older runsc).
+  bool freezes() const { return options_.runtime == oci_runtime::crun || runsc_current_; }
   // Whether runtime calls must run in a mount namespace without the cgroup2 mount.
   bool hides_cgroup2() const { return options_.runtime == oci_runtime::crun; }
   // The cgroup path of a sandbox (e.g. /sandboxd/1a2b3c4d-sb1).
@@ -98,10 +128,21 @@ private:
   outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
+  // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
+  bool has_dir(const std::string& id) const;
+  // sandboxes/<id> opened by handle beneath sandboxes/; throws std::system_error if missing.
+  unique_fd sandbox_fd(const std::string& id) const;
   overlay_dirs overlay_of(const sandbox_record& r) const;
+  // The sandbox's root filesystem: lower/ (its template, idmapped to its host ids) and the
+  // overlay on merged/; mount_rootfs mounts what is missing, unmount_rootfs both.
+  void mount_rootfs(const sandbox_record& r);
+  void unmount_rootfs(const sandbox_record& r, bool flush = true);
   // Mounts the overlay if needed, writes config.json and has the runtime create the
   // container; with `sync_new_record`, also fsyncs the sandbox's first record.
   outcome<void> create_container(const sandbox_record& r, bool sync_new_record = false);
+  // Starts the created container; with crun, returns once its init has become the
+  // sandbox's process (so that an exec can join it).
+  outcome<void> start_container(const std::string& id);
   // Kills and deletes the container; `frozen` when crun may have it frozen.
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;
@@ -110,18 +151,34 @@ private:
   // `pid_text`.
   void kill_exec_tree(const std::string& id, const std::string& pid_text) const;
   std::uint64_t oom_kills(const std::string& id) const;
+  // write_file into a running sandbox through the sandbox's own kernel (the guard's
+  // --write), for runsc with exclusive file access.
+  outcome<void> write_through_sandbox(const sandbox_record& r, const std::string& path,
+                                      std::string_view content, std::uint32_t mode);
 
+  // Runs f(merged root, record) with the root filesystem mounted (for this call only when
+  // the sandbox is filesystem-paused).
   template <class F>
-  auto with_files(const std::string& id, bool write, F&& f) -> decltype(f(std::string(), 0ull));
+  auto with_files(const std::string& id, bool write, F&& f)
+    -> decltype(f(std::string(), sandbox_record()));
 
+  data_entry entry_; // first: it outlives every member that works through it
   oci_options options_;
   std::string runtime_bin_;
+  std::string runtime_note_;
+  bool runsc_current_ = false; // runsc_binary.hpp
+  bool runsc_oci_seccomp_ = false;
   std::string state_root_;
   std::string instance_;
+  unique_fd sandboxes_fd_; // <data>/sandboxes: every sandbox directory is reached through it
   template_store templates_;
   sandbox_locks locks_;
   orphan_reaper::user reaper_;
   removal_queue removals_;
+  layer_pool layers_;
+  id_ranges ids_;
+  std::mutex init_pids_mu_;
+  std::map<std::string, pid_t> init_pids_; // crun: the init of each container made here
 };
 
 } // namespace sandboxd::runtime

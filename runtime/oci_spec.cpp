@@ -1,5 +1,8 @@
 #include "runtime/oci_spec.hpp"
 
+#include "runtime/exec_guard.hpp"
+#include "runtime/seccomp_profile.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace sandboxd::runtime {
@@ -9,30 +12,57 @@ using nlohmann::json;
 
 const char* k_default_path = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
+const std::vector<std::string> k_capabilities = {
+  "CAP_CHOWN",  "CAP_DAC_OVERRIDE", "CAP_FOWNER",          "CAP_SETUID",
+  "CAP_SETGID", "CAP_KILL",         "CAP_NET_BIND_SERVICE"};
+
+const std::vector<std::string> k_masked = {
+  "/proc/acpi",       "/proc/asound",        "/proc/interrupts",  "/proc/kcore",
+  "/proc/keys",       "/proc/latency_stats", "/proc/sched_debug", "/proc/scsi",
+  "/proc/timer_list", "/proc/timer_stats",   "/sys/firmware",     "/sys/devices/virtual/powercap"};
+
+const std::vector<std::string> k_readonly = {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys",
+                                             "/proc/sysrq-trigger"};
+
 json capabilities() {
-  json caps = {"CAP_CHOWN",  "CAP_DAC_OVERRIDE",     "CAP_FSETID",     "CAP_FOWNER",
-               "CAP_SETGID", "CAP_SETUID",           "CAP_SETFCAP",    "CAP_SETPCAP",
-               "CAP_KILL",   "CAP_NET_BIND_SERVICE", "CAP_SYS_CHROOT", "CAP_AUDIT_WRITE"};
-  return {{"bounding", caps},
-          {"effective", caps},
-          {"permitted", caps},
+  return {{"bounding", k_capabilities},
+          {"effective", k_capabilities},
+          {"permitted", k_capabilities},
           {"inheritable", json::array()},
           {"ambient", json::array()}};
 }
 
+json rlimit(const char* type, std::uint64_t value) {
+  return {{"type", type}, {"hard", value}, {"soft", value}};
+}
+
 json process(const std::vector<std::string>& args, const std::vector<std::string>& env,
-             const std::string& cwd) {
+             const std::string& cwd, std::uint32_t pids) {
   return {{"terminal", false},
           {"user", {{"uid", 0}, {"gid", 0}}},
           {"args", args},
           {"env", env},
           {"cwd", cwd},
           {"capabilities", capabilities()},
-          {"rlimits", {{{"type", "RLIMIT_NOFILE"}, {"hard", 1024}, {"soft", 1024}}}},
+          {"rlimits",
+           {rlimit("RLIMIT_NOFILE", 1024), rlimit("RLIMIT_CORE", 0),
+            rlimit("RLIMIT_NPROC", pids > 0 ? 2ull * pids : 4096)}},
           {"noNewPrivileges", true}};
 }
 
 } // namespace
+
+const std::vector<std::string>& sandbox_capabilities() {
+  return k_capabilities;
+}
+
+const std::vector<std::string>& masked_paths() {
+  return k_masked;
+}
+
+const std::vector<std::string>& readonly_paths() {
+  return k_readonly;
+}
 
 std::vector<std::string> idle_init_args() {
   return {"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"};
@@ -48,7 +78,10 @@ std::string make_config_json(const bundle_params& p) {
   if (p.limits.pids > 0)
     resources["pids"] = {{"limit", p.limits.pids}};
   json mounts = json::array({
-    {{"destination", "/proc"}, {"type", "proc"}, {"source", "proc"}},
+    {{"destination", "/proc"},
+     {"type", "proc"},
+     {"source", "proc"},
+     {"options", {"nosuid", "noexec", "nodev"}}},
     {{"destination", "/dev"},
      {"type", "tmpfs"},
      {"source", "tmpfs"},
@@ -66,31 +99,37 @@ std::string make_config_json(const bundle_params& p) {
      {"source", "sysfs"},
      {"options", {"nosuid", "noexec", "nodev", "ro"}}},
   });
+  if (!p.exec_guard.empty())
+    mounts.push_back({{"destination", k_exec_guard_in_sandbox},
+                      {"type", "bind"},
+                      {"source", p.exec_guard},
+                      {"options", {"bind", "ro", "nosuid", "nodev"}}});
+  json namespaces = {{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}},
+                     {{"type", "uts"}}, {{"type", "mount"}},   {{"type", "cgroup"}}};
+  json linux = {{"resources", resources},
+                {"cgroupsPath", p.cgroups_path},
+                {"maskedPaths", k_masked},
+                {"readonlyPaths", k_readonly},
+                {"seccomp", default_seccomp_profile()}};
+  if (p.id_base != 0) {
+    namespaces.push_back({{"type", "user"}});
+    json map = {{{"containerID", 0}, {"hostID", p.id_base}, {"size", 65536}}};
+    linux["uidMappings"] = map;
+    linux["gidMappings"] = map;
+  }
+  linux["namespaces"] = std::move(namespaces);
   json config = {
     {"ociVersion", "1.0.2"},
-    {"process", process(idle_init_args(), {k_default_path, "HOME=/root"}, "/")},
+    {"process", process(idle_init_args(), {k_default_path, "HOME=/root"}, "/", p.limits.pids)},
     {"root", {{"path", p.rootfs}, {"readonly", false}}},
     {"hostname", "sandbox"},
     {"mounts", mounts},
-    {"linux",
-     {{"resources", resources},
-      {"cgroupsPath", p.cgroups_path},
-      {"namespaces",
-       {{{"type", "pid"}},
-        {{"type", "network"}},
-        {{"type", "ipc"}},
-        {{"type", "uts"}},
-        {{"type", "mount"}}}},
-      {"maskedPaths",
-       {"/proc/acpi", "/proc/kcore", "/proc/keys", "/proc/latency_stats", "/proc/timer_list",
-        "/proc/sched_debug", "/sys/firmware", "/proc/scsi"}},
-      {"readonlyPaths",
-       {"/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger"}}}},
+    {"linux", std::move(linux)},
   };
   return config.dump(1);
 }
 
-outcome<std::string> make_process_json(const exec_request& r) {
+outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids, bool guarded) {
   if (r.argv.empty() || r.argv[0].empty())
     return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
   std::vector<std::string> env = {k_default_path, "HOME=/root"};
@@ -113,7 +152,7 @@ outcome<std::string> make_process_json(const exec_request& r) {
     return make_error(errc::invalid_argument,
                       "working directory '" + r.cwd + "' must be an absolute path");
   try {
-    return process(r.argv, env, r.cwd).dump();
+    return process(guarded ? guarded_argv(r.argv, r.timeout) : r.argv, env, r.cwd, pids).dump();
   } catch (const json::exception&) {
     return make_error(errc::invalid_argument,
                       "argv, env or cwd is not valid UTF-8; OCI runtimes take only UTF-8");

@@ -1,5 +1,8 @@
 #include "runtime/overlay_mount.hpp"
 
+#include "runtime/tree_walk.hpp"
+#include "runtime/unique_fd.hpp"
+
 #include <cerrno>
 #include <chrono>
 #include <fcntl.h>
@@ -47,11 +50,13 @@ void mount_overlay(const overlay_dirs& d) {
   // A volatile overlay leaves this marker behind and refuses to mount again while it
   // exists; the layer below it was synced by unmount_overlay (or, after a crash, holds
   // what reached the disk).
-  std::error_code ec;
-  std::filesystem::remove_all(d.work + "/work/incompat/volatile", ec);
+  unique_fd incompat(
+    ::open((d.work + "/work/incompat").c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (incompat)
+    remove_tree_at(incompat.get(), "volatile");
   std::string opts =
     "lowerdir=" + d.lower + ",upperdir=" + d.upper + ",workdir=" + d.work + ",volatile";
-  if (::mount("overlay", d.target.c_str(), "overlay", 0, opts.c_str()) != 0)
+  if (::mount("overlay", d.target.c_str(), "overlay", MS_NOSUID | MS_NODEV, opts.c_str()) != 0)
     throw std::system_error(errno, std::generic_category(), "mount overlay on " + d.target);
 }
 
@@ -60,15 +65,19 @@ void unmount_overlay(const overlay_dirs& d, bool flush) {
     return;
   if (flush)
     sync_dir(d.upper); // a volatile overlay does not sync its upper layer itself
+  unmount_path(d.target);
+}
+
+void unmount_path(const std::string& path) {
   for (int i = 0; i < 50; ++i) {
-    if (::umount2(d.target.c_str(), 0) == 0 || errno == EINVAL)
+    if (::umount2(path.c_str(), UMOUNT_NOFOLLOW) == 0 || errno == EINVAL || errno == ENOENT)
       return;
     if (errno != EBUSY)
-      throw std::system_error(errno, std::generic_category(), "unmount " + d.target);
+      throw std::system_error(errno, std::generic_category(), "unmount " + path);
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
-  if (::umount2(d.target.c_str(), MNT_DETACH) != 0 && errno != EINVAL)
-    throw std::system_error(errno, std::generic_category(), "unmount " + d.target);
+  if (::umount2(path.c_str(), MNT_DETACH | UMOUNT_NOFOLLOW) != 0 && errno != EINVAL)
+    throw std::system_error(errno, std::generic_category(), "unmount " + path);
 }
 
 bool is_mount_point(const std::string& path) {

@@ -3,7 +3,8 @@
 // merged view at `target`. Nobody may change upperdir while the overlay is mounted
 // (overlayfs leaves that undefined); write through the merged view instead.
 //
-// The overlay is mounted `volatile`: overlayfs never syncs the upper layer itself (an
+// The overlay is mounted nosuid and nodev: no file in it is setuid or a device for the
+// host, whoever made it. It is mounted `volatile`: overlayfs never syncs the upper layer itself (an
 // unmount then costs no sync of the whole host filesystem); unmount_overlay with
 // `flush` syncs it explicitly where durability is promised (a filesystem pause).
 #pragma once
@@ -22,6 +23,9 @@ void mount_overlay(const overlay_dirs& dirs);
 // the filesystem first (a layer that is kept; not needed for one being deleted).
 void unmount_overlay(const overlay_dirs& dirs, bool flush = true);
 bool is_mount_point(const std::string& path);
+// Unmounts whatever is mounted on `path` (lazily if it stays busy for a second); nothing
+// mounted there is fine.
+void unmount_path(const std::string& path);
 
 // Mounts the overlay for the lifetime of the object unless it was mounted already.
 class scoped_overlay {

@@ -1,13 +1,19 @@
 #include "runtime/removal_queue.hpp"
 
+#include "runtime/beneath.hpp"
+#include "runtime/names.hpp"
 #include "runtime/overlay_mount.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <dirent.h>
+#include <fcntl.h>
 #include <filesystem>
 #include <set>
+#include <stdexcept>
 #include <sys/stat.h>
 #include <system_error>
 #include <unistd.h>
@@ -27,38 +33,61 @@ std::string unique_name(const std::string& base) {
   return base + suffix;
 }
 
-void remove_tree(const std::string& path) {
-  std::error_code ec;
-  fs::remove_all(path, ec); // a failure is retried by the next process's sweep
-}
-
 // What a skeleton keeps: empty directories, and files whose content is truncated.
-const std::set<std::string> kept_dirs = {"work", "merged"};
+const std::set<std::string> kept_dirs = {"lower", "merged"};
 const std::set<std::string> kept_files = {"sandbox.json", ".sandbox.json.next", "config.json"};
 
-bool is_plain_empty_dir(const std::string& path) {
-  struct stat st {};
-  std::error_code ec;
-  return ::lstat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && fs::is_empty(path, ec) && !ec &&
-         !is_mount_point(path);
+unique_fd open_dir(const std::string& path) {
+  unique_fd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd)
+    throw std::system_error(errno, std::generic_category(), "open " + path);
+  return fd;
+}
+
+// The names in the directory `dir` (an O_PATH handle is reopened for reading).
+std::vector<std::string> names_in(int dir) {
+  std::vector<std::string> out;
+  int fd = ::openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  DIR* d = fd < 0 ? nullptr : ::fdopendir(fd);
+  if (d == nullptr) {
+    if (fd >= 0)
+      ::close(fd);
+    return out;
+  }
+  while (dirent* e = ::readdir(d))
+    if (std::string n = e->d_name; n != "." && n != "..")
+      out.push_back(std::move(n));
+  ::closedir(d);
+  return out;
+}
+
+// `name` inside `dir` is an empty directory that is not a mount point.
+bool is_plain_empty_dir(int dir, const std::string& name) {
+  unique_fd fd = open_beneath(dir, name, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  return fd && names_in(fd.get()).empty();
 }
 
 } // namespace
 
 removal_queue::removal_queue(std::string data_dir, std::size_t max_spares)
-    : removing_(data_dir + "/removing"), spare_(data_dir + "/spare"), max_spares_(max_spares) {
+    : data_dir_(std::move(data_dir)), removing_(data_dir_ + "/removing"),
+      spare_(data_dir_ + "/spare"), max_spares_(max_spares) {
   fs::create_directories(removing_);
   fs::create_directories(spare_);
+  ::chmod(removing_.c_str(), 0700);
+  ::chmod(spare_.c_str(), 0700);
+  data_fd_ = open_dir(data_dir_);
+  removing_fd_ = open_dir(removing_);
+  spare_fd_ = open_dir(spare_);
   // Leftovers of an earlier process are the first work of the thread; its spares are
   // not trusted (this process did not strip them) and are deleted too.
-  std::error_code ec;
-  for (auto& e : fs::directory_iterator(spare_, ec)) {
-    std::string name = unique_name(e.path().filename().string());
-    if (::rename(e.path().c_str(), (removing_ + "/" + name).c_str()) != 0)
-      remove_tree(e.path());
+  for (const auto& n : names_in(spare_fd_.get())) {
+    std::string name = unique_name(n);
+    if (::renameat(spare_fd_.get(), n.c_str(), removing_fd_.get(), name.c_str()) != 0)
+      remove_quietly(spare_fd_.get(), n);
   }
-  for (auto& e : fs::directory_iterator(removing_, ec)) {
-    pending_.push_back({e.path().filename().string(), false});
+  for (auto& n : names_in(removing_fd_.get())) {
+    pending_.push_back({std::move(n), false});
     ++taken_;
   }
   thread_ = std::thread([this] { run(); });
@@ -73,9 +102,39 @@ removal_queue::~removal_queue() {
   thread_.join();
 }
 
+std::pair<unique_fd, std::string> removal_queue::parent_of(const std::string& path) const {
+  if (path.size() <= data_dir_.size() + 1 || path.compare(0, data_dir_.size(), data_dir_) != 0 ||
+      path[data_dir_.size()] != '/')
+    throw std::invalid_argument(path + " is not inside " + data_dir_ + "; refused");
+  std::string rel = path.substr(data_dir_.size() + 1);
+  size_t slash = rel.rfind('/');
+  std::string leaf = slash == std::string::npos ? rel : rel.substr(slash + 1);
+  std::string dir = slash == std::string::npos ? "" : rel.substr(0, slash);
+  require_plain_component(leaf, "directory to move");
+  for (size_t pos = 0; !dir.empty() && pos <= dir.size();) {
+    size_t next = std::min(dir.find('/', pos), dir.size());
+    require_plain_component(std::string_view(dir).substr(pos, next - pos), "directory to move");
+    pos = next + 1;
+  }
+  unique_fd parent = dir.empty() ? unique_fd(::dup(data_fd_.get()))
+                                 : open_beneath(data_fd_.get(), dir, O_PATH | O_DIRECTORY);
+  if (!parent)
+    throw std::system_error(errno, std::generic_category(), "open " + data_dir_ + "/" + dir);
+  return {std::move(parent), leaf};
+}
+
+void removal_queue::remove_quietly(int dir, const std::string& name) noexcept {
+  try {
+    remove_tree_at(dir, name);
+  } catch (...) {
+    // Retried by the next process's sweep.
+  }
+}
+
 void removal_queue::take(const std::string& path, bool recyclable) {
-  std::string name = unique_name(fs::path(path).filename().string());
-  if (::rename(path.c_str(), (removing_ + "/" + name).c_str()) != 0)
+  auto [parent, leaf] = parent_of(path);
+  std::string name = unique_name(leaf);
+  if (::renameat(parent.get(), leaf.c_str(), removing_fd_.get(), name.c_str()) != 0)
     throw std::system_error(errno, std::generic_category(), "move " + path + " to " + removing_);
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -86,6 +145,7 @@ void removal_queue::take(const std::string& path, bool recyclable) {
 }
 
 bool removal_queue::reuse(const std::string& path) {
+  auto [parent, leaf] = parent_of(path);
   std::string name;
   {
     std::lock_guard<std::mutex> g(mu_);
@@ -94,9 +154,9 @@ bool removal_queue::reuse(const std::string& path) {
     name = std::move(spares_.back());
     spares_.pop_back();
   }
-  if (::rename((spare_ + "/" + name).c_str(), path.c_str()) == 0)
+  if (::renameat(spare_fd_.get(), name.c_str(), parent.get(), leaf.c_str()) == 0)
     return true;
-  remove_tree(spare_ + "/" + name);
+  remove_quietly(spare_fd_.get(), name);
   return false;
 }
 
@@ -111,34 +171,30 @@ std::size_t removal_queue::spares() const {
   return spares_.size();
 }
 
-bool removal_queue::strip(const std::string& path) const {
-  std::error_code ec;
+bool removal_queue::strip(const std::string& name) const {
+  unique_fd dir = open_beneath(removing_fd_.get(), name, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  if (!dir)
+    return false;
   bool ok = true;
-  for (auto& e : fs::directory_iterator(path, ec)) {
-    std::string name = e.path().filename().string();
-    std::string p = e.path().string();
-    if (kept_dirs.count(name)) {
-      if (name == "work")
-        for (auto& w : fs::directory_iterator(p, ec))
-          remove_tree(w.path());
-    } else if (kept_files.count(name) && e.is_regular_file(ec) && !e.is_symlink(ec)) {
-      ok = ok && ::truncate(p.c_str(), 0) == 0;
+  for (const auto& n : names_in(dir.get())) {
+    struct stat st {};
+    if (::fstatat(dir.get(), n.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+      return false;
+    if (kept_dirs.count(n) && S_ISDIR(st.st_mode)) {
+      continue; // checked below: empty, and no mount point
+    } else if (kept_files.count(n) && S_ISREG(st.st_mode)) {
+      unique_fd f = open_beneath(dir.get(), n, O_WRONLY | O_TRUNC | O_NOFOLLOW);
+      ok = ok && f;
     } else {
-      remove_tree(p); // upper/ (the writable layer), checkpoint/, anything else
+      remove_quietly(dir.get(), n); // checkpoint/, a layer of an older layout, anything else
     }
   }
-  if (ec)
-    return false;
-  // A new, empty writable layer for the next sandbox: made here, off its create.
-  ok = ok && ::mkdir((path + "/upper").c_str(), 0755) == 0 && is_plain_empty_dir(path + "/upper");
-  for (auto& e : fs::directory_iterator(path, ec)) {
-    std::string name = e.path().filename().string();
-    if (!kept_dirs.count(name) && !kept_files.count(name) && name != "upper")
+  for (const auto& n : names_in(dir.get()))
+    if (!kept_dirs.count(n) && !kept_files.count(n))
       return false;
-  }
   for (const auto& d : kept_dirs)
-    ok = ok && is_plain_empty_dir(path + "/" + d);
-  return ok && !ec;
+    ok = ok && is_plain_empty_dir(dir.get(), d);
+  return ok;
 }
 
 void removal_queue::run() {
@@ -151,18 +207,17 @@ void removal_queue::run() {
     pending_.pop_front();
     bool room = spares_.size() < max_spares_;
     l.unlock();
-    std::string path = removing_ + "/" + j.name;
     bool spared = false;
-    if (j.recyclable && room && strip(path)) {
+    if (j.recyclable && room && strip(j.name)) {
       std::string name = unique_name("spare");
-      spared = ::rename(path.c_str(), (spare_ + "/" + name).c_str()) == 0;
+      spared = ::renameat(removing_fd_.get(), j.name.c_str(), spare_fd_.get(), name.c_str()) == 0;
       if (spared) {
         std::lock_guard<std::mutex> g(mu_);
         spares_.push_back(std::move(name));
       }
     }
     if (!spared)
-      remove_tree(path);
+      remove_quietly(removing_fd_.get(), j.name);
     l.lock();
     ++finished_;
     done_.notify_all();

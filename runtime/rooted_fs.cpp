@@ -1,5 +1,7 @@
 #include "runtime/rooted_fs.hpp"
 
+#include "runtime/unique_fd.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <dirent.h>
@@ -14,35 +16,6 @@ namespace sandboxd::runtime {
 namespace {
 
 constexpr std::uint64_t k_resolve = RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV;
-
-class fd_guard {
-public:
-  explicit fd_guard(int fd = -1) : fd_(fd) {}
-  ~fd_guard() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  fd_guard(const fd_guard&) = delete;
-  fd_guard& operator=(const fd_guard&) = delete;
-  fd_guard(fd_guard&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
-  fd_guard& operator=(fd_guard&& o) noexcept {
-    if (this != &o) {
-      if (fd_ >= 0)
-        ::close(fd_);
-      fd_ = o.release();
-    }
-    return *this;
-  }
-  int get() const { return fd_; }
-  int release() {
-    int f = fd_;
-    fd_ = -1;
-    return f;
-  }
-
-private:
-  int fd_;
-};
 
 error errno_error(int e, std::string_view path) {
   std::string p(path);
@@ -92,12 +65,12 @@ int open_in(int dirfd, const std::string& rel, std::uint64_t flags) {
   }
 }
 
-outcome<fd_guard> open_root(const std::string& root) {
+outcome<unique_fd> open_root(const std::string& root) {
   int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return make_error(errc::failed,
                       "cannot open sandbox root " + root + ": " + std::strerror(errno));
-  return fd_guard(fd);
+  return unique_fd(fd);
 }
 
 file_info info_of(const struct stat& st) {
@@ -131,15 +104,15 @@ bool write_all(int fd, std::string_view data) {
 
 // Opens (creating as needed) the directory `rel_dir` inside the root, each component
 // resolved inside the root again after it was made.
-outcome<fd_guard> open_parent_creating(int rootfd, const std::string& rel_dir,
-                                       std::string_view shown) {
+outcome<unique_fd> open_parent_creating(int rootfd, const std::string& rel_dir,
+                                        std::string_view shown, std::optional<file_owner> owner) {
   int fd = open_in(rootfd, rel_dir, O_PATH | O_DIRECTORY);
   if (fd >= 0)
-    return fd_guard(fd);
+    return unique_fd(fd);
   if (errno != ENOENT)
     return errno_error(errno, shown);
   std::string prefix;
-  fd_guard cur(open_in(rootfd, ".", O_PATH | O_DIRECTORY));
+  unique_fd cur(open_in(rootfd, ".", O_PATH | O_DIRECTORY));
   if (cur.get() < 0)
     return errno_error(errno, shown);
   size_t pos = 0;
@@ -154,19 +127,24 @@ outcome<fd_guard> open_parent_creating(int rootfd, const std::string& rel_dir,
     prefix += (prefix.empty() ? "" : "/") + comp;
     int f = open_in(rootfd, prefix, O_PATH | O_DIRECTORY);
     if (f < 0 && errno == ENOENT) {
-      if (::mkdirat(cur.get(), comp.c_str(), 0755) != 0 && errno != EEXIST)
+      if (::mkdirat(cur.get(), comp.c_str(), 0755) == 0) {
+        if (owner &&
+            ::fchownat(cur.get(), comp.c_str(), owner->uid, owner->gid, AT_SYMLINK_NOFOLLOW) != 0)
+          return errno_error(errno, shown);
+      } else if (errno != EEXIST) {
         return errno_error(errno, shown);
+      }
       f = open_in(rootfd, prefix, O_PATH | O_DIRECTORY);
     }
     if (f < 0)
       return errno_error(errno, shown);
-    cur = fd_guard(f);
+    cur = unique_fd(f);
   }
   return cur;
 }
 
 struct opened_file {
-  fd_guard fd;
+  unique_fd fd;
   struct stat st {};
 };
 
@@ -179,15 +157,15 @@ outcome<opened_file> open_target(const std::string& root, std::string_view path,
   auto rootfd = open_root(root);
   if (!rootfd)
     return rootfd.err();
-  opened_file f{fd_guard(open_in(rootfd->get(), rel.value(), flags))};
+  opened_file f{unique_fd(open_in(rootfd->get(), rel.value(), flags))};
   if (f.fd.get() < 0 || ::fstat(f.fd.get(), &f.st) != 0)
     return errno_error(errno, path);
   return f;
 }
 
 // Calls f(name, lstat) for each entry of the directory open as `fd` (which it takes
-// over), skipping "." and ".." and entries removed meanwhile. False when `fd` is not
-// a readable directory.
+// over), skipping "." and ".." and entries removed meanwhile, until f returns false.
+// False when `fd` is not a readable directory.
 template <class F>
 bool for_each_entry(int fd, F&& f) {
   if (fd < 0)
@@ -202,8 +180,9 @@ bool for_each_entry(int fd, F&& f) {
   while (dirent* e = ::readdir(d)) {
     std::string n = e->d_name;
     struct stat st {};
-    if (n != "." && n != ".." && ::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0)
-      f(n, st);
+    if (n != "." && n != ".." && ::fstatat(fd, n.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+        !f(n, st))
+      break;
   }
   ::closedir(d);
   return true;
@@ -221,12 +200,33 @@ std::string random_suffix() {
 
 } // namespace
 
+error error_of_errno(int e, std::string_view path) {
+  return errno_error(e, path);
+}
+
+outcome<std::string> checked_write_path(std::string_view path, std::size_t content_bytes,
+                                        std::uint64_t max_bytes) {
+  auto rel = relative(path);
+  if (!rel)
+    return rel.err();
+  if (content_bytes > max_bytes)
+    return make_error(errc::too_large, "content of " + std::to_string(content_bytes) +
+                                         " bytes for " + std::string(path) +
+                                         " is over the limit of " + std::to_string(max_bytes));
+  const std::string& r = rel.value();
+  size_t slash = r.rfind('/');
+  std::string name = slash == std::string::npos ? r : r.substr(slash + 1);
+  if (r == "." || r.back() == '/' || name == "." || name == "..")
+    return make_error(errc::is_a_directory, std::string(path) + " names a directory; name a file");
+  return "/" + r;
+}
+
 outcome<std::string> read_file_in_root(const std::string& root, std::string_view path,
                                        std::uint64_t max_bytes) {
   auto opened = open_target(root, path, O_RDONLY | O_NOCTTY | O_NONBLOCK);
   if (!opened)
     return opened.err();
-  fd_guard fd = std::move(opened->fd);
+  unique_fd fd = std::move(opened->fd);
   const struct stat& st = opened->st;
   if (S_ISDIR(st.st_mode))
     return errno_error(EISDIR, path);
@@ -258,37 +258,29 @@ outcome<std::string> read_file_in_root(const std::string& root, std::string_view
 
 outcome<void> write_file_in_root(const std::string& root, std::string_view path,
                                  std::string_view content, std::uint32_t mode,
-                                 std::uint64_t max_bytes) {
-  auto rel = relative(path);
-  if (!rel)
-    return rel.err();
-  if (content.size() > max_bytes)
-    return make_error(errc::too_large, "content of " + std::to_string(content.size()) +
-                                         " bytes for " + std::string(path) +
-                                         " is over the limit of " + std::to_string(max_bytes));
-  const std::string& r = rel.value();
-  if (r == "." || r.back() == '/')
-    return make_error(errc::is_a_directory, std::string(path) + " names a directory; name a file");
+                                 std::uint64_t max_bytes, std::optional<file_owner> owner) {
+  auto checked = checked_write_path(path, content.size(), max_bytes);
+  if (!checked)
+    return checked.err();
+  const std::string r = checked.value().substr(1);
   size_t slash = r.rfind('/');
   std::string dir = slash == std::string::npos ? "." : r.substr(0, slash);
   std::string name = slash == std::string::npos ? r : r.substr(slash + 1);
-  if (name == "." || name == "..")
-    return make_error(errc::is_a_directory, std::string(path) + " names a directory; name a file");
   auto rootfd = open_root(root);
   if (!rootfd)
     return rootfd.err();
-  auto parent = open_parent_creating(rootfd->get(), dir, path);
+  auto parent = open_parent_creating(rootfd->get(), dir, path, owner);
   if (!parent)
     return parent.err();
   // O_PATH parents cannot be written through; reopen the same directory for writing.
-  fd_guard pdir(::openat(parent->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  unique_fd pdir(::openat(parent->get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (pdir.get() < 0)
     return errno_error(errno, path);
   struct stat st {};
   if (::fstatat(pdir.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))
     return errno_error(EISDIR, path);
   std::string tmp = ".sandboxd-write-" + random_suffix();
-  fd_guard out(
+  unique_fd out(
     ::openat(pdir.get(), tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
   if (out.get() < 0)
     return errno_error(errno, path);
@@ -298,20 +290,29 @@ outcome<void> write_file_in_root(const std::string& root, std::string_view path,
   };
   if (!write_all(out.get(), content))
     return fail(errno);
-  if (::fchmod(out.get(), mode & 07777) != 0 || ::fsync(out.get()) != 0)
+  if (owner && ::fchown(out.get(), owner->uid, owner->gid) != 0)
+    return fail(errno);
+  // After the chown, which would clear setuid bits anyway: only permission bits are kept.
+  if (::fchmod(out.get(), mode & 0777) != 0 || ::fsync(out.get()) != 0)
     return fail(errno);
   if (::renameat(pdir.get(), tmp.c_str(), pdir.get(), name.c_str()) != 0)
     return fail(errno);
   return {};
 }
 
-outcome<std::vector<dir_entry>> list_dir_in_root(const std::string& root, std::string_view path) {
+outcome<dir_listing> list_dir_in_root(const std::string& root, std::string_view path,
+                                      std::uint32_t max_entries) {
   auto opened = open_target(root, path, O_RDONLY | O_DIRECTORY);
   if (!opened)
     return opened.err();
-  std::vector<dir_entry> out;
+  dir_listing out;
   if (!for_each_entry(opened->fd.release(), [&](const std::string& n, const struct stat& st) {
-        out.push_back(dir_entry{n, info_of(st)});
+        if (out.entries.size() >= max_entries) {
+          out.truncated = true;
+          return false;
+        }
+        out.entries.push_back(dir_entry{n, info_of(st)});
+        return true;
       }))
     return errno_error(errno, path);
   return out;
@@ -322,18 +323,6 @@ outcome<file_info> stat_in_root(const std::string& root, std::string_view path) 
   if (!opened)
     return opened.err();
   return info_of(opened->st);
-}
-
-std::uint64_t tree_bytes(const std::string& dir) {
-  std::uint64_t total = 0;
-  for_each_entry(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC),
-                 [&](const std::string& n, const struct stat& st) {
-                   if (S_ISDIR(st.st_mode))
-                     total += tree_bytes(dir + "/" + n);
-                   else if (S_ISREG(st.st_mode) || S_ISLNK(st.st_mode))
-                     total += static_cast<std::uint64_t>(st.st_size);
-                 });
-  return total;
 }
 
 } // namespace sandboxd::runtime

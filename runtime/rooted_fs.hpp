@@ -8,28 +8,48 @@
 // descriptors. Paths with NUL are refused.
 //
 // Writes are atomic (a temporary file in the target's directory, fsynced, renamed over
-// the name; removed on any failure) and create missing parent directories.
+// the name; removed on any failure) and create missing parent directories. A written
+// file keeps only the permission bits of the mode asked for (mode & 0777).
 #pragma once
 
 #include "runtime/driver.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <sys/types.h>
 #include <vector>
 
 namespace sandboxd::runtime {
 
 outcome<std::string> read_file_in_root(const std::string& root, std::string_view path,
                                        std::uint64_t max_bytes);
+// The owner given to files and directories a write makes, when not the caller's own.
+struct file_owner {
+  uid_t uid;
+  gid_t gid;
+};
+
+// With `owner`, the file written and every parent directory made get that owner (the
+// sandbox's root, so that code inside may change them).
 outcome<void> write_file_in_root(const std::string& root, std::string_view path,
                                  std::string_view content, std::uint32_t mode,
-                                 std::uint64_t max_bytes);
-outcome<std::vector<dir_entry>> list_dir_in_root(const std::string& root, std::string_view path);
+                                 std::uint64_t max_bytes,
+                                 std::optional<file_owner> owner = std::nullopt);
+// Reads at most `max_entries` entries of the directory (and one more, to know whether
+// there are more): a directory of any size is answered in time and memory bounded by
+// the cap.
+outcome<dir_listing> list_dir_in_root(const std::string& root, std::string_view path,
+                                      std::uint32_t max_entries);
 outcome<file_info> stat_in_root(const std::string& root, std::string_view path);
 
-// Bytes of the regular files and symlinks under `dir`, not following symlinks; a
-// missing directory is 0.
-std::uint64_t tree_bytes(const std::string& dir);
+// The checks write_file_in_root makes before touching anything (NUL, empty path, a path
+// naming a directory, content over `max_bytes`), for a write made some other way; the
+// path as an absolute path inside the root.
+outcome<std::string> checked_write_path(std::string_view path, std::size_t content_bytes,
+                                        std::uint64_t max_bytes);
+// The driver's error for errno `e` on `path` (not_found, not_a_directory, ...).
+error error_of_errno(int e, std::string_view path);
 
 } // namespace sandboxd::runtime

@@ -1,5 +1,7 @@
 #include "runtime/sandbox_record.hpp"
 
+#include "runtime/beneath.hpp"
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -34,18 +36,17 @@ const char* to_string(pause_mode m) {
   return m == pause_mode::filesystem ? "filesystem" : "memory";
 }
 
-outcome<void> check_sandbox_id(const std::string& id) {
-  bool good = !id.empty() && id.size() <= 64;
-  for (char c : id)
-    good = good && ((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_' || c == '-');
-  if (!good)
-    return make_error(errc::invalid_argument,
-                      "sandbox id '" + id + "' is invalid; use 1-64 of [a-z0-9_-]");
-  return {};
+std::string sandbox_dir(const std::string& data_dir, const std::string& id) {
+  require_plain_component(id, "sandbox id");
+  return data_dir + "/sandboxes/" + id;
 }
 
-std::string sandbox_dir(const std::string& data_dir, const std::string& id) {
-  return data_dir + "/sandboxes/" + id;
+unique_fd open_sandbox_dir(const std::string& data_dir, const std::string& id) {
+  require_plain_component(id, "sandbox id");
+  unique_fd top(::open(data_dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!top)
+    throw std::system_error(errno, std::generic_category(), "open " + data_dir);
+  return open_beneath(top.get(), "sandboxes/" + id, O_PATH | O_DIRECTORY | O_NOFOLLOW);
 }
 
 void save_record(const std::string& data_dir, const sandbox_record& r, record_write how) {
@@ -55,41 +56,47 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
     {"template", r.info.template_name},
     {"status", to_string(r.info.status)},
     {"template_dir", r.template_dir},
+    {"id_base", r.id_base},
     {"limits",
      {{"memory_bytes", l.memory_bytes},
       {"cpu_millis", l.cpu_millis},
       {"pids", l.pids},
       {"max_output_bytes", l.max_output_bytes},
-      {"max_file_bytes", l.max_file_bytes}}},
+      {"max_file_bytes", l.max_file_bytes},
+      {"disk_bytes", l.disk_bytes},
+      {"max_dir_entries", l.max_dir_entries}}},
   };
-  std::string dir = sandbox_dir(data_dir, r.info.id);
-  std::string path = dir + "/sandbox.json";
+  unique_fd dir = open_sandbox_dir(data_dir, r.info.id);
+  if (!dir)
+    throw std::system_error(errno, std::generic_category(),
+                            "open " + sandbox_dir(data_dir, r.info.id));
   // An update writes the other file, then swaps the two names in one step: no inode
   // is made or freed (a rename over the record would do both every time).
-  std::string target = how == record_write::first ? path : dir + "/.sandbox.json.next";
+  const char* target = how == record_write::first ? "sandbox.json" : ".sandbox.json.next";
   std::string text = j.dump(1) + "\n";
-  int fd = ::open(target.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    throw std::system_error(errno, std::generic_category(), "open " + target);
-  ssize_t n = ::write(fd, text.data(), text.size());
+  unique_fd fd = open_beneath(dir.get(), target, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0600);
+  if (!fd)
+    throw std::system_error(errno, std::generic_category(), std::string("open ") + target);
+  ssize_t n = ::write(fd.get(), text.data(), text.size());
   bool ok = n == static_cast<ssize_t>(text.size());
   int e = n < 0 ? errno : ENOSPC; // a short write of a small file: the disk is full
-  ::close(fd);
+  fd.reset();
   if (!ok)
-    throw std::system_error(e, std::generic_category(), "write " + target);
+    throw std::system_error(e, std::generic_category(), std::string("write ") + target);
   if (how == record_write::first)
     return;
-  if (::renameat2(AT_FDCWD, target.c_str(), AT_FDCWD, path.c_str(), RENAME_EXCHANGE) == 0)
+  if (::renameat2(dir.get(), target, dir.get(), "sandbox.json", RENAME_EXCHANGE) == 0)
     return;
-  if ((errno == EINVAL || errno == ENOSYS) && ::rename(target.c_str(), path.c_str()) == 0)
+  if ((errno == EINVAL || errno == ENOSYS) &&
+      ::renameat(dir.get(), target, dir.get(), "sandbox.json") == 0)
     return; // a filesystem without RENAME_EXCHANGE
-  throw std::system_error(errno, std::generic_category(), "rename " + target);
+  throw std::system_error(errno, std::generic_category(), std::string("rename ") + target);
 }
 
 record_sync::record_sync(const std::string& data_dir, const std::string& id)
     : path_(sandbox_dir(data_dir, id) + "/sandbox.json") {
   thread_ = std::thread([this] {
-    int fd = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    int fd = ::open(path_.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0 || ::fsync(fd) != 0)
       error_ = errno;
     if (fd >= 0)
@@ -110,16 +117,24 @@ void record_sync::wait() {
 }
 
 std::optional<sandbox_record> load_record(const std::string& data_dir, const std::string& id) {
-  std::ifstream in(sandbox_dir(data_dir, id) + "/sandbox.json");
-  if (!in)
+  if (!is_plain_component(id))
     return std::nullopt;
-  auto j = nlohmann::json::parse(in, nullptr, false);
+  unique_fd dir = open_sandbox_dir(data_dir, id);
+  unique_fd fd = dir ? open_beneath(dir.get(), "sandbox.json", O_RDONLY | O_NOFOLLOW) : unique_fd();
+  if (!fd)
+    return std::nullopt;
+  std::string text;
+  char buf[4096];
+  for (ssize_t n; (n = ::read(fd.get(), buf, sizeof buf)) > 0;)
+    text.append(buf, static_cast<size_t>(n));
+  auto j = nlohmann::json::parse(text, nullptr, false);
   if (j.is_discarded() || !j.is_object())
     return std::nullopt;
   sandbox_record r;
   r.info.id = j.value("id", "");
   r.info.template_name = j.value("template", "");
   r.template_dir = j.value("template_dir", "");
+  r.id_base = j.value("id_base", 0u);
   auto st = parse_status(j.value("status", ""));
   if (r.info.id != id || !st)
     return std::nullopt;
@@ -132,6 +147,8 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
     o.pids = l.value("pids", o.pids);
     o.max_output_bytes = l.value("max_output_bytes", o.max_output_bytes);
     o.max_file_bytes = l.value("max_file_bytes", o.max_file_bytes);
+    o.disk_bytes = l.value("disk_bytes", o.disk_bytes);
+    o.max_dir_entries = l.value("max_dir_entries", o.max_dir_entries);
   }
   return r;
 }

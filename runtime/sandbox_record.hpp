@@ -13,6 +13,8 @@
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/names.hpp"
+#include "runtime/unique_fd.hpp"
 
 #include <optional>
 #include <string>
@@ -23,14 +25,18 @@ namespace sandboxd::runtime {
 
 struct sandbox_record {
   sandbox_info info;
-  std::string template_dir; // the template's root filesystem (empty for hollow)
+  std::string template_dir;  // the template's root filesystem (empty for hollow)
+  std::uint32_t id_base = 0; // host uid and gid of the sandbox's root (id_map.hpp); 0: none
 };
 
-// An id is [a-z0-9_-]{1,64}: it names directories, cgroups and runtime containers.
-outcome<void> check_sandbox_id(const std::string& id);
-
-// <data_dir>/sandboxes/<id>
+// <data_dir>/sandboxes/<id>. Throws std::invalid_argument unless `id` is one plain path
+// component (names.hpp), whatever validated it before: no id can name a directory
+// outside <data_dir>/sandboxes.
 std::string sandbox_dir(const std::string& data_dir, const std::string& id);
+// The sandbox's directory opened (O_PATH) by handle beneath the data directory (no
+// symlink, no mount crossed); an invalid fd with errno set when it is missing. Records
+// are read and written through it.
+unique_fd open_sandbox_dir(const std::string& data_dir, const std::string& id);
 
 enum class record_write {
   first,  // into a new sandbox's directory, in place (a torn one reads as no record)

@@ -1,15 +1,20 @@
 #include "runtime/template_store.hpp"
 
+#include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
+#include "runtime/names.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
+#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <openssl/evp.h>
 #include <random>
 #include <sys/stat.h>
+#include <system_error>
 #include <unistd.h>
 #include <vector>
 
@@ -56,6 +61,22 @@ private:
   EVP_MD_CTX* ctx_;
 };
 
+// `target` is exactly <name>-<16 lowercase hex digits>, for a valid template name.
+bool is_template_dir_name(const std::string& name, const std::string& target) {
+  if (!is_valid_name(name) || target.size() != name.size() + 17 ||
+      target.compare(0, name.size(), name) != 0 || target[name.size()] != '-')
+    return false;
+  for (size_t i = name.size() + 1; i < target.size(); ++i)
+    if (!((target[i] >= '0' && target[i] <= '9') || (target[i] >= 'a' && target[i] <= 'f')))
+      return false;
+  return true;
+}
+
+// Opens `name` directly beneath `dirfd` as a directory, following no symlink at all.
+unique_fd open_template_dir(int dirfd, const std::string& name) {
+  return open_beneath(dirfd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW);
+}
+
 } // namespace
 
 std::string hash_tree(const std::string& dir) {
@@ -89,22 +110,72 @@ template_store::template_store(std::string data_dir) : dir_(std::move(data_dir) 
 }
 
 outcome<std::string> template_store::rootfs(const std::string& name) {
+  if (auto c = check_template_name(name); !c)
+    return c.err();
   std::lock_guard<std::mutex> g(mutex_);
   if (auto it = known_.find(name); it != known_.end())
     return it->second;
   auto found = guard_faults("template " + name, [&]() -> outcome<std::string> {
-    fs::path link = fs::path(dir_) / name;
-    std::error_code ec;
-    if (fs::is_symlink(link, ec) && fs::is_directory(link, ec))
-      return (fs::path(dir_) / fs::read_symlink(link)).string();
-    if (name == "base")
+    auto r = resolve(name);
+    if (!r && r.code() == errc::not_found && name == "base")
       return build_base();
-    return make_error(errc::not_found,
-                      "template " + name + " is not built; use base, or build it first");
+    return r;
   });
   if (found)
     known_[name] = found.value();
   return found;
+}
+
+outcome<std::string> template_store::resolve(const std::string& name) const {
+  unique_fd top(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!top)
+    throw std::system_error(errno, std::generic_category(), "open " + dir_);
+  char buf[k_max_name_length + 32];
+  ssize_t n = ::readlinkat(top.get(), name.c_str(), buf, sizeof buf);
+  if (n < 0 && errno == ENOENT)
+    return make_error(errc::not_found,
+                      "template " + name + " is not built; use base, or build it first");
+  if (n < 0 && errno != EINVAL)
+    throw std::system_error(errno, std::generic_category(), "readlink " + dir_ + "/" + name);
+  auto refused = [&](const std::string& why) {
+    return make_error(errc::permission_denied, "template " + name + " in " + dir_ + " " + why +
+                                                 "; remove it and build the template again");
+  };
+  if (n < 0)
+    return refused("is not a link to a template directory");
+  std::string target(buf, static_cast<size_t>(n));
+  if (!is_template_dir_name(name, target))
+    return refused("points at '" + target + "', not at a " + name + "-<hash> directory beside it");
+  if (!open_template_dir(top.get(), target))
+    return refused("points at " + target + ", which is not a directory");
+  return dir_ + "/" + target;
+}
+
+outcome<unique_fd> template_store::open_rootfs(const std::string& dir) const {
+  auto slash = dir.rfind('/');
+  std::string target = slash == std::string::npos ? dir : dir.substr(slash + 1);
+  auto dash = target.size() > 17 ? target.size() - 17 : 0;
+  bool inside = slash != std::string::npos && dir.substr(0, slash) == dir_;
+  if (!inside || dash == 0 || !is_template_dir_name(target.substr(0, dash), target))
+    return make_error(errc::permission_denied, dir + " is not a template directory inside " + dir_ +
+                                                 "; recreate the sandbox");
+  unique_fd top(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!top)
+    throw std::system_error(errno, std::generic_category(), "open " + dir_);
+  unique_fd fd = open_template_dir(top.get(), target);
+  if (!fd)
+    return make_error(errc::permission_denied, dir + " is not a directory; recreate the sandbox");
+  return fd;
+}
+
+void template_store::discard(const std::string& staging) const noexcept {
+  try {
+    unique_fd top(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    if (top && fs::path(staging).parent_path() == dir_)
+      remove_tree_at(top.get(), fs::path(staging).filename().string());
+  } catch (...) {
+    // Left for the operator; a staging directory is never taken for a template.
+  }
 }
 
 std::string template_store::publish(const std::string& name, const std::string& staging) {
@@ -113,7 +184,7 @@ std::string template_store::publish(const std::string& name, const std::string& 
   if (::rename(staging.c_str(), final_dir.c_str()) != 0) {
     if (errno != EEXIST && errno != ENOTEMPTY)
       throw std::runtime_error("cannot move template into " + final_dir.string());
-    fs::remove_all(staging); // the same content is already there
+    discard(staging); // the same content is already there
   }
   fs::path tmp_link = fs::path(dir_) / (".link-" + random_name());
   fs::create_symlink(final_name, tmp_link);
@@ -161,8 +232,7 @@ outcome<std::string> template_store::build_base() {
     fs::permissions(root / "var/tmp", fs::perms(01777));
     return publish("base", root.string());
   } catch (...) {
-    std::error_code ec;
-    fs::remove_all(root, ec);
+    discard(root.string());
     throw;
   }
 }
@@ -181,8 +251,7 @@ outcome<std::string> template_store::build_debian(const std::string& suite,
     o.max_output_bytes = 64 << 10;
     auto r = run_process(o);
     if (r.exit_code != 0) {
-      std::error_code ec;
-      fs::remove_all(root, ec);
+      discard(root.string());
       return make_error(errc::failed, "debootstrap failed: " + r.err);
     }
     fs::create_directories(root / "workspace");

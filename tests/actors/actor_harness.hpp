@@ -102,8 +102,8 @@ public:
                                     std::uint32_t m) override {
     return inner_.write_file(id, p, c, m);
   }
-  runtime::outcome<std::vector<runtime::dir_entry>> list_dir(const std::string& id,
-                                                             const std::string& p) override {
+  runtime::outcome<runtime::dir_listing> list_dir(const std::string& id,
+                                                  const std::string& p) override {
     return inner_.list_dir(id, p);
   }
   runtime::outcome<runtime::file_info> stat(const std::string& id, const std::string& p) override {

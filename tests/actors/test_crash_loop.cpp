@@ -21,6 +21,8 @@
 #include "tests/support/temp_dir.hpp"
 #include "tests/support/test_seed.hpp"
 
+#include <sys/stat.h>
+
 #include <csignal>
 #include <fcntl.h>
 #include <fstream>
@@ -136,15 +138,17 @@ boost::test_tools::assertion_result crun_usable(boost::unit_test::test_unit_id) 
 BOOST_AUTO_TEST_CASE(sigkilled_actor_system_recovers_every_acknowledged_command,
                      *boost::unit_test::precondition(crun_usable)) {
   temp_dir dir("crash-loop");
+  ::chmod(dir.path().c_str(), 0711); // sandboxes reach their root through it
   // If the test fails or its binary dies, the sandboxes the workers left are removed too:
   // containers, overlay mounts, then the directory.
   const std::string q = shell_quote(dir.path());
   guardian cleanup("for rt in crun runsc; do s=" + q + "/runtime/state/$rt; [ -d \"$s\" ] || " +
                    "continue; for id in $($rt --root=\"$s\" list --quiet); do unshare -m sh -c " +
                    "'umount /sys/fs/cgroup/unified 2>/dev/null; $0 --root=\"$1\" delete " +
-                   "--force \"$2\"' $rt \"$s\" \"$id\"; done; done >/dev/null 2>&1; grep -o " +
-                   shell_quote(dir.path() + "/runtime/sandboxes/[^ ]*/merged") +
-                   " /proc/mounts | while read m; do umount -l \"$m\"; done; rm -rf " + q);
+                   "--force \"$2\"' $rt \"$s\" \"$id\"; done; done >/dev/null 2>&1; " +
+                   "awk '{print $5}' /proc/self/mountinfo | grep -F " +
+                   shell_quote(dir.path() + "/") +
+                   " | sort -r | while read m; do umount -l \"$m\"; done; rm -rf " + q);
   std::mt19937_64 rng(test_seed(std::string("crash_loop ") + k_driver));
   std::uint64_t acks_checked = 0, finished = 0, failed = 0, orphans = 0, max_sandboxes = 0;
   std::uint64_t duplicates = 0;

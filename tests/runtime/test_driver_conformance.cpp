@@ -27,8 +27,8 @@ std::string all_bytes() {
   return s + std::string("\0\0tail\r\n", 8);
 }
 
-bool has_entry(const std::vector<dir_entry>& v, const std::string& name) {
-  return std::any_of(v.begin(), v.end(), [&](auto& e) { return e.name == name; });
+bool has_entry(const dir_listing& v, const std::string& name) {
+  return std::any_of(v.entries.begin(), v.entries.end(), [&](auto& e) { return e.name == name; });
 }
 
 } // namespace
@@ -154,9 +154,10 @@ BOOST_FIXTURE_TEST_CASE(overwrite_replaces_whole_content_and_leaves_no_temporary
   BOOST_TEST(d->read_file("over", "/workspace/f.txt").value() == "short");
   auto l = d->list_dir("over", "/workspace");
   BOOST_TEST_REQUIRE(l.ok());
-  BOOST_TEST_REQUIRE(l->size() == 1u);
-  BOOST_TEST(l->at(0).name == "f.txt");
-  BOOST_TEST(l->at(0).info.size == 5u);
+  BOOST_TEST_REQUIRE(l->entries.size() == 1u);
+  BOOST_TEST(!l->truncated);
+  BOOST_TEST(l->entries.at(0).name == "f.txt");
+  BOOST_TEST(l->entries.at(0).info.size == 5u);
 }
 
 BOOST_FIXTURE_TEST_CASE(errors_distinguish_not_found_not_a_directory_and_is_a_directory, fixture) {
@@ -178,6 +179,16 @@ BOOST_FIXTURE_TEST_CASE(names_with_nul_are_refused, fixture) {
   BOOST_TEST((d->write_file("nul", name, "x").code() == errc::invalid_argument));
   BOOST_TEST((d->read_file("nul", name).code() == errc::invalid_argument));
   BOOST_TEST((d->stat("nul", "/workspace/a").code() == errc::not_found));
+}
+
+BOOST_FIXTURE_TEST_CASE(write_file_keeps_only_permission_bits, fixture) {
+  running("modes");
+  for (std::uint32_t mode : {04755u, 02755u, 01777u, 07777u, 0640u}) {
+    BOOST_TEST_REQUIRE(d->write_file("modes", "/workspace/m", "x", mode).ok());
+    auto st = d->stat("modes", "/workspace/m");
+    BOOST_TEST_REQUIRE(st.ok());
+    BOOST_TEST(st->mode == (mode & 0777u), std::oct << mode << " gave " << st->mode);
+  }
 }
 
 BOOST_FIXTURE_TEST_CASE(files_over_the_size_limit_are_too_large, fixture) {
@@ -263,7 +274,7 @@ struct escape_fixture : fixture {
     d->write_file("esc", "/workspace/dotdot" + dir.path() + "/planted.txt", "pwned");
     d->write_file("esc", up, "pwned");
     auto l = d->list_dir("esc", "/workspace/dirlink");
-    BOOST_TEST((!l.ok() || l->size() <= 1u));
+    BOOST_TEST((!l.ok() || l->entries.size() <= 1u));
     assert_host_untouched();
   }
 };

@@ -142,7 +142,7 @@ BOOST_AUTO_TEST_CASE(a_sandbox_has_no_layer_on_disk_until_a_file_is_written) {
   BOOST_TEST_REQUIRE(d.start("lazy").ok());
   BOOST_TEST(!std::filesystem::exists(dir / "data/sandboxes/lazy"));
   BOOST_TEST(d.usage("lazy")->writable_bytes == 0u);
-  BOOST_TEST(d.list_dir("lazy", "/")->empty());
+  BOOST_TEST(d.list_dir("lazy", "/")->entries.empty());
   BOOST_TEST((d.stat("lazy", "/")->type == file_type::directory));
   BOOST_TEST((d.read_file("lazy", "/a").code() == errc::not_found));
   BOOST_TEST_REQUIRE(d.write_file("lazy", "/a", "abc", 0644).ok());

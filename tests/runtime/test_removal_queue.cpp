@@ -7,6 +7,7 @@
 #include <boost/test/unit_test.hpp>
 
 #include "runtime/removal_queue.hpp"
+#include "tests/runtime/host_jail.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <filesystem>
@@ -85,6 +86,7 @@ namespace {
 void make_sandbox_dir(const fs::path& root) {
   make_tree(root);
   fs::create_directories(root / "merged");
+  fs::create_directories(root / "lower");
   fs::create_directories(root / "checkpoint");
   std::ofstream(root / "checkpoint/pages.img") << "memory";
   std::ofstream(root / "config.json") << "{\"root\": {}}";
@@ -113,19 +115,20 @@ BOOST_AUTO_TEST_CASE(a_recyclable_sandbox_directory_becomes_an_empty_skeleton_fo
   BOOST_TEST_REQUIRE(q.reuse(dir.path() + "/new"));
   BOOST_TEST(q.spares() == 0u);
   BOOST_TEST(fs::is_empty(dir.path() + "/spare"));
-  // The skeleton: empty work/ and merged/, a new empty upper/, empty record and bundle
-  // files; nothing of the old layer.
+  // The skeleton: empty lower/ and merged/, empty record and bundle files; nothing of the
+  // old sandbox (a layer of an older layout, upper/ and work/, is deleted too).
   fs::path n = dir.path() + "/new";
-  BOOST_TEST(fs::is_empty(n / "upper"));
+  BOOST_TEST(!fs::exists(n / "upper"));
   BOOST_TEST(!fs::exists(n / "checkpoint"));
-  BOOST_TEST(fs::is_empty(n / "work"));
+  BOOST_TEST(!fs::exists(n / "work"));
+  BOOST_TEST(fs::is_empty(n / "lower"));
   BOOST_TEST(fs::is_empty(n / "merged"));
   BOOST_TEST(bytes_under(n) == 0u);
   std::set<std::string> names;
   for (auto& e : fs::directory_iterator(n))
     names.insert(e.path().filename().string());
-  BOOST_TEST((names == std::set<std::string>{".sandbox.json.next", "config.json", "merged",
-                                             "sandbox.json", "upper", "work"}));
+  BOOST_TEST((names == std::set<std::string>{".sandbox.json.next", "config.json", "lower", "merged",
+                                             "sandbox.json"}));
   BOOST_TEST(!q.reuse(dir.path() + "/other")); // one spare, used once
 }
 
@@ -136,8 +139,8 @@ BOOST_AUTO_TEST_CASE(a_directory_that_is_not_a_clean_skeleton_is_deleted_not_kep
   std::ofstream(dir.path() + "/a/merged/left-behind") << "x"; // merged/ not empty
   q.take(dir.path() + "/a", true);
   make_sandbox_dir(dir.path() + "/b");
-  fs::remove_all(dir.path() + "/b/work");
-  std::ofstream(dir.path() + "/b/work") << "a file where a directory belongs";
+  fs::remove_all(dir.path() + "/b/lower");
+  std::ofstream(dir.path() + "/b/lower") << "a file where a directory belongs";
   q.take(dir.path() + "/b", true);
   make_sandbox_dir(dir.path() + "/c");
   q.take(dir.path() + "/c"); // not recyclable

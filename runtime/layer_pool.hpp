@@ -1,0 +1,81 @@
+// layer_pool — the sandboxes' writable layers, each with a disk limit the kernel
+// enforces and a byte count the kernel keeps.
+//
+// The pool is a btrfs filesystem in an image file, <data>/layers.img (sparse; its size is
+// the most all layers together may take from the host's disk), loop-mounted at
+// <data>/layers with nosuid and nodev (0700, root). A sandbox's layer is the subvolume
+// <data>/layers/<id> with `upper/` (owned by the sandbox's root, see id_map.hpp) and
+// `work/` (overlayfs's work directory) inside, and a qgroup limit on its referenced
+// bytes: writes past it fail with EDQUOT inside the sandbox while other sandboxes and
+// the node (whose own files are outside the image) keep writing. Every host path of a
+// layer is on this nosuid,nodev mount, so no file a sandbox makes there is ever setuid
+// or a device for the host.
+//
+// The byte count is the qgroup's referenced bytes (data extents and the layer's metadata,
+// as allocated: a sparse file counts what it holds, not its length), read by ioctl after
+// a commit, so it cannot be dodged by nesting past PATH_MAX or swapping a directory for a
+// symlink: nothing is walked. Subvolumes, qgroup limits, the count and deletion all go
+// through ioctls (no btrfs command per call); only the first start of a pool runs
+// mkfs.btrfs (btrfs-progs).
+#pragma once
+
+#include "runtime/unique_fd.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <sys/types.h>
+
+namespace sandboxd::runtime {
+
+struct layer_pool_options {
+  std::string data_dir;
+  // Size of layers.img when it is made; 0: 64 GiB, at most half the free space of the
+  // data directory's filesystem.
+  std::uint64_t pool_bytes = 0;
+  // A layer's limit when the sandbox asks for 0 (0 here too: no limit).
+  std::uint64_t default_layer_bytes = 10ull << 30;
+};
+
+class layer_pool {
+public:
+  // Makes (mkfs.btrfs) and mounts the pool as needed, or takes over one that is mounted.
+  // Throws std::system_error / std::runtime_error when it cannot.
+  explicit layer_pool(layer_pool_options options);
+  // Unmounts the pool (the loop device goes with it) when no layer is left in it.
+  ~layer_pool();
+  layer_pool(const layer_pool&) = delete;
+  layer_pool& operator=(const layer_pool&) = delete;
+
+  // Why pools cannot be made on this machine (no btrfs, no mkfs.btrfs, no loop device).
+  static std::optional<std::string> unavailable();
+
+  // Makes the layer of sandbox `id` with a limit of `bytes` (0: the default); `upper/`
+  // is owned by `owner:group`. Throws if it exists or the kernel refuses.
+  void create(const std::string& id, uid_t owner, gid_t group, std::uint64_t bytes);
+  // Deletes the layer (its space is freed by btrfs in the background). Missing is fine.
+  void remove(const std::string& id);
+  bool exists(const std::string& id) const;
+  // The limit in force for `bytes` asked for.
+  std::uint64_t limit_for(std::uint64_t bytes) const;
+
+  std::string upper(const std::string& id) const;
+  std::string work(const std::string& id) const;
+  const std::string& mount_point() const { return dir_; }
+
+  // The layer's bytes as the kernel counts them, after committing what was written so
+  // far (a btrfs transaction commit of the pool).
+  std::uint64_t usage(const std::string& id);
+  // Flushes and commits the pool (what usage() does first).
+  void commit();
+
+private:
+  std::uint64_t subvolume_id(const std::string& id) const;
+
+  layer_pool_options options_;
+  std::string image_, dir_;
+  unique_fd dir_fd_; // the mounted pool's root
+  bool mounted_here_ = false;
+};
+
+} // namespace sandboxd::runtime

@@ -1,0 +1,189 @@
+// Attacks on the kernel from inside a sandbox, and the identity a sandbox has on the
+// host: a seccomp filter is in force (crun: "Seccomp: 2" inside; runsc: gVisor's own
+// filters on the host processes), the sandbox's root is not the host's root (crun:
+// uid_map inside; both: the host uid of the runtime's processes and of the files it
+// makes), new user namespaces and mounts fail, the capability set is the small one,
+// Docker's masked and read-only paths and /proc flags hold, and rlimits are set.
+// Built once per runtime.
+#define BOOST_TEST_MODULE attack_kernel_surface
+#include <boost/test/unit_test.hpp>
+
+#include "runtime/oci_spec.hpp"
+#include "tests/security/attack_fixture.hpp"
+
+#include <dirent.h>
+#include <sstream>
+#include <sys/stat.h>
+
+using namespace sandboxd::runtime;
+using sandboxd::test::attack_fixture;
+using sandboxd::test::driver_under_test;
+using sandboxd::test::driver_usable;
+
+namespace {
+
+constexpr bool is_crun = driver_under_test::kind == oci_runtime::crun;
+
+// The host processes of a sandbox: crun's container init (its pid in the runtime's
+// state) and its children; runsc's sandbox and gofer (their command lines name the
+// bundle or the container id).
+std::vector<pid_t> host_processes(oci_driver& d, const std::string& data, const std::string& id) {
+  std::vector<pid_t> out;
+  std::string cmd;
+  for (const auto& a : d.runtime_command())
+    cmd += sandboxd::test::shell_quote(a) + " ";
+  std::string bundle = data + "/sandboxes/" + id, cid = d.cid(id);
+  if (is_crun) {
+    auto st = sandboxd::test::run_shell(cmd + "state " + cid + " | grep '\"pid\"' | tr -dc 0-9");
+    if (!st.output.empty())
+      out.push_back(std::stoi(st.output));
+    return out;
+  }
+  DIR* proc = ::opendir("/proc");
+  while (dirent* e = proc ? ::readdir(proc) : nullptr) {
+    pid_t pid = std::atoi(e->d_name);
+    if (pid <= 0)
+      continue;
+    std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+    std::string line((std::istreambuf_iterator<char>(in)), {});
+    if (line.find(bundle) != std::string::npos || line.find(cid) != std::string::npos)
+      out.push_back(pid);
+  }
+  if (proc)
+    ::closedir(proc);
+  return out;
+}
+
+std::string status_field(pid_t pid, const std::string& key) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(in, line))
+    if (line.rfind(key + ":", 0) == 0)
+      return line.substr(key.size() + 1);
+  return "";
+}
+
+struct fixture : attack_fixture {
+  oci_driver& oci = static_cast<oci_driver&>(*d);
+
+  std::string inside(const std::string& id, const std::string& script) {
+    return sh(id, script).stdout_data;
+  }
+};
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(kernel_surface, *boost::unit_test::precondition(driver_usable))
+
+BOOST_FIXTURE_TEST_CASE(a_seccomp_filter_is_in_force, fixture) {
+  running("sec");
+  std::string s = inside("sec", "grep -E '^Seccomp:' /proc/self/status");
+  if (is_crun) {
+    BOOST_TEST(s == "Seccomp:\t2\n");
+  } else {
+    // gVisor's kernel answers inside; on the host its processes run under its filters.
+    auto pids = host_processes(oci, data, "sec");
+    BOOST_TEST_REQUIRE(!pids.empty());
+    for (pid_t p : pids)
+      BOOST_TEST(status_field(p, "Seccomp") == "\t2", "host process " << p);
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(the_sandbox_root_is_not_the_host_root, fixture) {
+  running("ids");
+  std::uint32_t base = id_base("ids");
+  BOOST_TEST(base >= 65536u);
+  auto r = sh("ids", "cat /proc/self/uid_map; id -u; touch /workspace/mine /etc/mine");
+  BOOST_TEST_REQUIRE(r.exit_code == 0, r.stderr_data);
+  if (is_crun) {
+    std::istringstream f(r.stdout_data);
+    std::uint64_t inner = 1, outer = 0, count = 0;
+    f >> inner >> outer >> count;
+    BOOST_TEST(inner == 0u);
+    BOOST_TEST(outer == base);
+    BOOST_TEST(count == 65536u);
+    BOOST_TEST(r.stdout_data.find("4294967295") == std::string::npos, r.stdout_data);
+  }
+  // Whatever the sandbox's root makes belongs to its range on the host.
+  struct stat st {};
+  BOOST_TEST_REQUIRE(::stat((upper("ids") + "/workspace/mine").c_str(), &st) == 0);
+  BOOST_TEST(st.st_uid == base);
+  BOOST_TEST(st.st_gid == base);
+  BOOST_TEST_REQUIRE(::stat((upper("ids") + "/etc/mine").c_str(), &st) == 0);
+  BOOST_TEST(st.st_uid == base); // in a directory of the template, too
+  // The runtime's processes for the sandbox are not host root.
+  auto pids = host_processes(oci, data, "ids");
+  BOOST_TEST_REQUIRE(!pids.empty());
+  for (pid_t p : pids) {
+    std::string uid = status_field(p, "Uid");
+    BOOST_TEST(uid.find("\t0\t") == std::string::npos, "host process " << p << " Uid:" << uid);
+    std::ifstream map("/proc/" + std::to_string(p) + "/uid_map");
+    std::string m((std::istreambuf_iterator<char>(map)), {});
+    BOOST_TEST(m.find("4294967295") == std::string::npos, "host process " << p << ": " << m);
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(new_user_namespaces_and_mounts_fail, fixture) {
+  running("ns");
+  for (const char* attempt :
+       {"unshare -U true", "unshare -U -r true", "unshare -m true", "unshare -n true",
+        "mount -t tmpfs none /mnt", "mount -t proc proc /mnt", "mount --bind /etc /mnt",
+        "umount /proc", "chroot / true", "mknod /workspace/null c 1 3"}) {
+    auto r = sh("ns", std::string(attempt) + " 2>&1; echo \"rc=$?\"");
+    BOOST_TEST(r.stdout_data.find("rc=0") == std::string::npos, attempt << ": " << r.stdout_data);
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(the_capability_set_is_the_small_one, fixture) {
+  running("caps");
+  std::uint64_t want = 0;
+  for (int bit : {0, 1, 3, 5, 6, 7, 10}) // CHOWN DAC_OVERRIDE FOWNER KILL SETGID SETUID NET_BIND
+    want |= 1ull << bit;
+  BOOST_TEST(sandbox_capabilities().size() == 7u);
+  std::string s = inside("caps", "grep -E '^Cap(Eff|Prm|Bnd):' /proc/self/status");
+  std::istringstream f(s);
+  std::string key, hex;
+  int seen = 0;
+  while (f >> key >> hex) {
+    BOOST_TEST(std::stoull(hex, nullptr, 16) == want, key << " " << hex);
+    ++seen;
+  }
+  BOOST_TEST(seen == 3);
+}
+
+BOOST_FIXTURE_TEST_CASE(masked_and_read_only_paths_and_proc_flags_hold, fixture) {
+  running("mask");
+  for (const auto& p : masked_paths()) {
+    // A masked file reads empty; a masked directory is empty (or absent under gVisor).
+    auto r = sh("mask", "p=" + p +
+                          "; if [ -d $p ]; then ls -A $p; elif [ -e $p ]; then "
+                          "head -c 64 $p; fi 2>/dev/null; true");
+    BOOST_TEST(r.stdout_data == "", p << " shows: " << r.stdout_data.substr(0, 100));
+  }
+  auto w = sh("mask", "echo 1 > /proc/sysrq-trigger 2>&1; echo rc=$?; "
+                      "echo 1 > /proc/sys/vm/drop_caches 2>&1; echo rc=$?");
+  BOOST_TEST(w.stdout_data.find("rc=0") == std::string::npos, w.stdout_data);
+  if (is_crun) {
+    std::string proc = inside("mask", "grep ' /proc ' /proc/self/mountinfo | head -1");
+    for (const char* flag : {"nosuid", "nodev", "noexec"})
+      BOOST_TEST(proc.find(flag) != std::string::npos, flag << " missing: " << proc);
+    for (const auto& p : readonly_paths()) {
+      // (A path this kernel does not have is not mounted.)
+      std::string line =
+        inside("mask", "[ -e " + p + " ] && grep ' " + p + " ' /proc/self/mountinfo || echo none");
+      BOOST_TEST((line == "none\n" || line.find(" ro,") != std::string::npos), p << ": " << line);
+    }
+    // The cgroup namespace: the sandbox sees its own cgroup as the root.
+    BOOST_TEST(inside("mask", "cat /proc/self/cgroup").find("sandboxd") == std::string::npos);
+  }
+}
+
+BOOST_FIXTURE_TEST_CASE(rlimits_bound_core_files_and_processes, fixture) {
+  limits l;
+  l.pids = 100;
+  running("rl", l);
+  // The shell's own view (getrlimit), which both kernels answer.
+  BOOST_TEST(inside("rl", "ulimit -c; ulimit -n; ulimit -u") == "0\n1024\n200\n");
+}
+
+BOOST_AUTO_TEST_SUITE_END()
