@@ -3,9 +3,9 @@
 // control_plane::impl and outlives every actor. Internal to actors/; no CAF in it.
 #pragma once
 
-#include "actors/blocking_pool.hpp"
 #include "actors/journal.hpp"
 #include "actors/timer_queue.hpp"
+#include "base/worker_pool.hpp"
 #include "events/event_log.hpp"
 #include "runtime/driver.hpp"
 
@@ -19,7 +19,7 @@ struct actor_context {
   runtime::driver* driver = nullptr;
   bool driver_never_blocks = false; // lifecycle steps and samples run on the actor's thread
   journal* journal_ = nullptr;
-  blocking_pool* pool = nullptr;
+  worker_pool* pool = nullptr;
   timer_queue* timers = nullptr;
   // On the system clock, whatever `clock` is: passivation checks (timer_kind::idle) and
   // retries after a backoff (timer_kind::retry).

@@ -32,7 +32,7 @@ struct control_plane::impl {
   std::string snapshot_dir;
   recovery_report report;
   std::unique_ptr<journal> journal_;
-  std::unique_ptr<blocking_pool> pool;
+  std::unique_ptr<worker_pool> pool;
   std::unique_ptr<timer_queue> timers;
   std::unique_ptr<timer_queue> wakeups;
   actor_context ctx;
@@ -97,7 +97,7 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
   m.report = std::move(recovered.report);
 
   m.journal_ = std::make_unique<journal>(*m.options.log);
-  m.pool = std::make_unique<blocking_pool>(m.options.runtime_threads);
+  m.pool = std::make_unique<worker_pool>(m.options.runtime_threads, "sbd-runtime");
   if (m.options.scheduler_threads > 0)
     m.config.set("scheduler.max-threads", m.options.scheduler_threads);
   // An idle CAF worker polls its queue 10 times, sleeps 50 us once, then waits on its

@@ -1,6 +1,6 @@
 #include "actors/state_snapshot.hpp"
 
-#include "events/crc32c.hpp"
+#include "base/crc32c.hpp"
 
 #include <cerrno>
 #include <cstring>
@@ -71,7 +71,7 @@ partition_view load_partition_snapshot(const std::string& dir, std::int32_t part
   const auto next_offset = static_cast<std::int64_t>(get_u64(bytes.data() + 16));
   const auto count = get_u64(bytes.data() + 24);
   const auto crc = get_u64(bytes.data() + 32);
-  if (events::crc32c(bytes.data() + k_header, bytes.size() - k_header) != crc)
+  if (crc32c(bytes.data() + k_header, bytes.size() - k_header) != crc)
     return view;
   std::string_view body(bytes.data() + k_header, bytes.size() - k_header);
   view.sandboxes.reserve(count);
@@ -153,7 +153,7 @@ void write_partition_snapshot(const std::string& dir, const partition_view& view
   put_u64(out, static_cast<std::uint64_t>(view.partition));
   put_u64(out, static_cast<std::uint64_t>(view.next_offset));
   put_u64(out, view.sandboxes.size());
-  put_u64(out, events::crc32c(body.data(), body.size()));
+  put_u64(out, crc32c(body.data(), body.size()));
   out += body;
   const std::string path = path_of(dir, view.partition);
   const std::string tmp = path + ".tmp";

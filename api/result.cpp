@@ -1,4 +1,4 @@
-// result.cpp — reading a code's name, and the runtime's codes as the project's.
+// result.cpp — reading a code's name.
 #include "api/result.hpp"
 
 namespace sandboxd::api {
@@ -8,12 +8,6 @@ std::optional<errc> parse_errc(std::string_view name) {
   if (!sandboxd::parse_errc(name, code))
     return std::nullopt;
   return code;
-}
-
-errc from_runtime(runtime::errc code) {
-  if (code == runtime::errc::failed)
-    return errc::internal;
-  return parse_errc(runtime::to_string(code)).value_or(errc::internal);
 }
 
 } // namespace sandboxd::api

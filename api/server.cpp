@@ -87,7 +87,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
   tenant_ledger ledger;
   std::unique_ptr<log_follower> follower;
   std::unique_ptr<read_store> store;
-  std::unique_ptr<actors::blocking_pool> workers;
+  std::unique_ptr<worker_pool> workers;
   std::vector<std::string> bound;
   std::vector<std::string> socket_paths;
   std::thread thread;
@@ -135,7 +135,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       auto& tasks = *tasks_owner;
       loop_bridge bridge(io.unixEventPort);
       stream_wakeups wakeups(options.log->partitions());
-      workers = std::make_unique<actors::blocking_pool>(options.worker_threads);
+      workers = std::make_unique<worker_pool>(options.worker_threads);
       if (!options.pg_conninfo.empty())
         store = std::make_unique<read_store>(options.pg_conninfo, options.pg_schema);
       follower = std::make_unique<log_follower>(

@@ -3,13 +3,13 @@
 // on the server's event-loop thread unless a comment says otherwise.
 #pragma once
 
-#include "actors/blocking_pool.hpp"
 #include "actors/control_plane.hpp"
 #include "api/log_follower.hpp"
 #include "api/loop_bridge.hpp"
 #include "api/read_store.hpp"
 #include "api/rpc_error.hpp"
 #include "api/server.hpp"
+#include "base/worker_pool.hpp"
 #include "schemas/api.capnp.h"
 
 #include <capnp/rpc-twoparty.h>
@@ -68,7 +68,7 @@ struct service_context {
   tenant_ledger* ledger = nullptr;  // thread-safe
   log_follower* follower = nullptr; // thread-safe queries
   read_store* store = nullptr;      // null without PostgreSQL; used on workers
-  actors::blocking_pool* workers = nullptr;
+  worker_pool* workers = nullptr;
   stream_wakeups* wakeups = nullptr;
   std::unordered_map<std::string, std::size_t> connections_by_tenant;
   std::uint64_t next_call = 0;

@@ -82,9 +82,8 @@ public:
               static_cast<char*>(nullptr));
       ::_exit(127);
     }
-    guardian_ = std::make_unique<test::guardian>("kill -9 " + std::to_string(pid_) +
-                                                 " 2>/dev/null; rm -rf " +
-                                                 test::shell_quote(dir_.path()));
+    guardian_ = std::make_unique<test::guardian>(
+      "kill -9 " + std::to_string(pid_) + " 2>/dev/null; rm -rf " + test::shell_quote(dir_.path()));
     const auto until = steady::now() + std::chrono::minutes(3);
     while (read_text(dir_.path() + "/sandboxd.log").find("sandboxd ready") == std::string::npos) {
       if (steady::now() > until || ::waitpid(pid_, nullptr, WNOHANG) == pid_)

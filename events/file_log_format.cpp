@@ -1,6 +1,6 @@
 #include "events/file_log_format.hpp"
 
-#include "events/crc32c.hpp"
+#include "base/crc32c.hpp"
 
 #include <charconv>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "projections/audit_chain.hpp"
 
-#include "projections/sha256.hpp"
+#include "base/sha256.hpp"
 
 namespace sandboxd::projections {
 

@@ -1,6 +1,6 @@
 #include "projections/migrations.hpp"
 
-#include "projections/sha256.hpp"
+#include "base/sha256.hpp"
 
 #include <pqxx/pqxx>
 

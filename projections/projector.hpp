@@ -25,11 +25,11 @@
 // the failing batch keeps nothing): billing must never skip an event silently.
 #pragma once
 
+#include "base/worker_pool.hpp"
 #include "events/event_log.hpp"
 #include "projections/log_batch.hpp"
 #include "projections/projection_memory.hpp"
 #include "projections/read_models.hpp"
-#include "projections/task_thread.hpp"
 
 #include <atomic>
 #include <chrono>
@@ -124,7 +124,7 @@ private:
   std::future<log_batch> prefetch_; // of the step thread
   // The prefetch's thread, started once. Last: destroyed first, so a prefetch still running
   // finishes before what it reads (log_, options_) goes.
-  task_thread reader_;
+  worker_pool reader_{1, "sbd-prefetch"};
 };
 
 } // namespace sandboxd::projections

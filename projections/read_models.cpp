@@ -19,7 +19,7 @@ std::vector<std::unique_ptr<read_model>> make_read_models() {
 read_models::read_models(std::string projection)
     : guard_(std::move(projection)), models_(make_read_models()) {
   for (std::size_t i = 1; i < models_.size(); ++i)
-    helpers_.push_back(std::make_unique<task_thread>());
+    helpers_.push_back(std::make_unique<worker_pool>(1, "sbd-model"));
 }
 
 read_models::~read_models() = default;

@@ -16,9 +16,9 @@
 // runner, while PostgreSQL executes the statements of the models before it.
 #pragma once
 
+#include "base/worker_pool.hpp"
 #include "projections/read_model.hpp"
 #include "projections/sequence_guard.hpp"
-#include "projections/task_thread.hpp"
 
 #include <cstddef>
 #include <memory>
@@ -61,7 +61,7 @@ public:
 private:
   sequence_guard guard_;
   std::vector<std::unique_ptr<read_model>> models_;
-  std::vector<std::unique_ptr<task_thread>> helpers_; // models_[i] computes on helpers_[i - 1]
+  std::vector<std::unique_ptr<worker_pool>> helpers_; // models_[i] computes on helpers_[i - 1]
 };
 
 } // namespace sandboxd::projections

@@ -1,5 +1,7 @@
 #include "runtime/hollow_table.hpp"
 
+#include "base/crc32c.hpp"
+
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
@@ -11,7 +13,7 @@
 namespace sandboxd::runtime {
 namespace {
 
-constexpr char k_magic[8] = {'s', 'b', 'd', 'h', 'o', 'l', '0', '1'};
+constexpr char k_magic[8] = {'s', 'b', 'd', 'h', 'o', 'l', '0', '2'};
 constexpr std::size_t k_header = 8; // length u32 | checksum u32
 // A record's body is far smaller; a larger length is a damaged header.
 constexpr std::uint32_t k_max_body = 1u << 16;
@@ -26,14 +28,9 @@ enum class kind : std::uint8_t { put = 1, status = 2, erase = 3 };
   throw std::system_error(errno, std::generic_category(), what);
 }
 
-// FNV-1a, 32 bits: catches the torn and zeroed tails a crash leaves.
+// CRC-32C: catches the torn and zeroed tails a crash leaves.
 std::uint32_t checksum(const char* p, std::size_t n) {
-  std::uint32_t h = 2166136261u;
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= static_cast<unsigned char>(p[i]);
-    h *= 16777619u;
-  }
-  return h;
+  return crc32c(p, n);
 }
 
 void put_u(std::string& out, std::uint64_t v, int bytes) {
@@ -156,7 +153,8 @@ void hollow_table::replay() {
     return;
   }
   if (std::memcmp(data.data(), k_magic, sizeof k_magic) != 0)
-    throw std::runtime_error(path_ + " is not a hollow driver journal; move it away");
+    throw std::runtime_error(
+      path_ + " is not a hollow driver journal of this version (magic sbdhol02); move it away");
   std::size_t at = sizeof k_magic;
   for (;;) {
     reader h{data.data() + at, data.size() - at};

@@ -326,7 +326,7 @@ outcome<void> oci_driver::cli_step(const std::string& id, const char* step,
   auto r = cli(std::move(args));
   if (r.ok)
     return {};
-  return make_error(errc::failed,
+  return make_error(errc::internal,
                     std::string(name()) + " " + step + " of sandbox " + id + " failed: " + r.text);
 }
 
@@ -881,7 +881,7 @@ outcome<void> oci_driver::write_through_sandbox(const sandbox_record& r, const s
     return {};
   if (int e = 0; std::sscanf(p.err.c_str(), "errno %d", &e) == 1)
     return error_of_errno(e, path);
-  return make_error(errc::failed,
+  return make_error(errc::internal,
                     "writing " + path + " in sandbox " + r.info.id + " failed: " + p.err + p.out);
 }
 

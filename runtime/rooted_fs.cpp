@@ -38,7 +38,7 @@ error errno_error(int e, std::string_view path) {
   case EDQUOT:
     return make_error(errc::resource_exhausted, "no space left writing " + p);
   default:
-    return make_error(errc::failed, p + ": " + std::strerror(e));
+    return make_error(errc::internal, p + ": " + std::strerror(e));
   }
 }
 
@@ -68,7 +68,7 @@ int open_in(int dirfd, const std::string& rel, std::uint64_t flags) {
 outcome<unique_fd> open_root(const std::string& root) {
   int fd = ::open(root.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return make_error(errc::failed,
+    return make_error(errc::internal,
                       "cannot open sandbox root " + root + ": " + std::strerror(errno));
   return unique_fd(fd);
 }

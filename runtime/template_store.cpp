@@ -1,5 +1,7 @@
 #include "runtime/template_store.hpp"
 
+#include "base/sha256.hpp"
+
 #include "runtime/beneath.hpp"
 #include "runtime/child_process.hpp"
 #include "runtime/names.hpp"
@@ -11,7 +13,6 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
-#include <openssl/evp.h>
 #include <random>
 #include <sys/stat.h>
 #include <system_error>
@@ -39,28 +40,6 @@ void write_text(const fs::path& p, const std::string& text) {
     throw std::runtime_error("cannot write " + p.string());
 }
 
-class sha256 {
-public:
-  sha256() : ctx_(EVP_MD_CTX_new()) { EVP_DigestInit_ex(ctx_, EVP_sha256(), nullptr); }
-  ~sha256() { EVP_MD_CTX_free(ctx_); }
-  void add(std::string_view s) { EVP_DigestUpdate(ctx_, s.data(), s.size()); }
-  std::string hex() {
-    unsigned char md[32];
-    unsigned len = 0;
-    EVP_DigestFinal_ex(ctx_, md, &len);
-    std::string out;
-    char b[3];
-    for (unsigned i = 0; i < len; ++i) {
-      std::snprintf(b, sizeof b, "%02x", md[i]);
-      out += b;
-    }
-    return out;
-  }
-
-private:
-  EVP_MD_CTX* ctx_;
-};
-
 // `target` is exactly <name>-<16 lowercase hex digits>, for a valid template name.
 bool is_template_dir_name(const std::string& name, const std::string& target) {
   if (!is_valid_name(name) || target.size() != name.size() + 17 ||
@@ -85,7 +64,7 @@ std::string hash_tree(const std::string& dir) {
        ++it)
     paths.push_back(it->path());
   std::sort(paths.begin(), paths.end());
-  sha256 h;
+  sandboxd::sha256 h;
   std::vector<char> buf(1 << 16);
   for (const auto& p : paths) {
     struct stat st {};
@@ -102,7 +81,7 @@ std::string hash_tree(const std::string& dir) {
     }
     h.add(std::string_view("\n", 1));
   }
-  return h.hex();
+  return to_hex(h.finish());
 }
 
 template_store::template_store(std::string data_dir) : dir_(std::move(data_dir) + "/templates") {
@@ -252,7 +231,7 @@ outcome<std::string> template_store::build_debian(const std::string& suite,
     auto r = run_process(o);
     if (r.exit_code != 0) {
       discard(root.string());
-      return make_error(errc::failed, "debootstrap failed: " + r.err);
+      return make_error(errc::internal, "debootstrap failed: " + r.err);
     }
     fs::create_directories(root / "workspace");
     write_text(root / "tmp/.sandboxd-keep", "");

@@ -84,7 +84,7 @@ public:
   runtime::outcome<void> pause(const std::string& id, runtime::pause_mode m) override {
     guard g(*this, id);
     if (fail_pause)
-      return runtime::make_error(runtime::errc::failed, "injected pause failure");
+      return runtime::make_error(runtime::errc::internal, "injected pause failure");
     return inner_.pause(id, m);
   }
   runtime::outcome<void> resume(const std::string& id) override {

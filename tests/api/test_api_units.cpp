@@ -59,9 +59,6 @@ BOOST_AUTO_TEST_CASE(codes_keep_the_numbers_and_names_of_the_contract) {
     BOOST_TEST(api::to_string(static_cast<errc>(n)) == names[n - 1]);
     BOOST_TEST((api::parse_errc(names[n - 1]) == static_cast<errc>(n)));
   }
-  BOOST_TEST((api::from_runtime(runtime::errc::not_a_directory) == errc::not_a_directory));
-  BOOST_TEST((api::from_runtime(runtime::errc::too_large) == errc::too_large));
-  BOOST_TEST((api::from_runtime(runtime::errc::failed) == errc::internal));
   BOOST_TEST(!api::parse_errc("failed").has_value());
 }
 

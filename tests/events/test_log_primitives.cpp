@@ -3,7 +3,7 @@
 #define BOOST_TEST_MODULE log_primitives
 #include <boost/test/unit_test.hpp>
 
-#include "events/crc32c.hpp"
+#include "base/crc32c.hpp"
 #include "events/partitioner.hpp"
 #include "tests/support/test_seed.hpp"
 
@@ -13,6 +13,9 @@
 #include <vector>
 
 using namespace sandboxd::events;
+using sandboxd::crc32c;
+using sandboxd::crc32c_extend;
+using sandboxd::crc32c_extend_portable;
 
 BOOST_AUTO_TEST_CASE(crc32c_matches_the_published_check_values) {
   const std::string check = "123456789";

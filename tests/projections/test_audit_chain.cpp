@@ -4,17 +4,18 @@
 #define BOOST_TEST_MODULE audit_chain
 #include <boost/test/unit_test.hpp>
 
+#include "base/sha256.hpp"
 #include "projections/audit_chain.hpp"
 #include "projections/audit_log.hpp"
 #include "projections/audit_verifier.hpp"
 #include "projections/pg_array.hpp"
-#include "projections/sha256.hpp"
 #include "tests/support/test_seed.hpp"
 
 #include <algorithm>
 #include <random>
 
 using namespace sandboxd::projections;
+using sandboxd::sha256_hex;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace sandboxd::events {
+namespace sandboxd {
 
 // Extends `crc` (the CRC-32C of earlier bytes, 0 for none) over `size` bytes at `data`.
 std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t size);
@@ -20,4 +20,4 @@ inline std::uint32_t crc32c(const void* data, std::size_t size) {
 // The table implementation, for tests comparing it with the hardware one.
 std::uint32_t crc32c_extend_portable(std::uint32_t crc, const void* data, std::size_t size);
 
-} // namespace sandboxd::events
+} // namespace sandboxd

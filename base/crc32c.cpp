@@ -1,4 +1,4 @@
-#include "events/crc32c.hpp"
+#include "base/crc32c.hpp"
 
 #include <array>
 #include <cstring>
@@ -7,7 +7,7 @@
 #include <nmmintrin.h>
 #endif
 
-namespace sandboxd::events {
+namespace sandboxd {
 
 namespace {
 
@@ -67,4 +67,4 @@ std::uint32_t crc32c_extend(std::uint32_t crc, const void* data, std::size_t siz
   return crc32c_extend_portable(crc, data, size);
 }
 
-} // namespace sandboxd::events
+} // namespace sandboxd
