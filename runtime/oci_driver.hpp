@@ -33,6 +33,7 @@
 #include "runtime/orphan_reaper.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/removal_queue.hpp"
+#include "runtime/runtime_cli.hpp"
 #include "runtime/sandbox_locks.hpp"
 #include "runtime/sandbox_record.hpp"
 #include "runtime/template_store.hpp"
@@ -45,8 +46,6 @@
 #include <vector>
 
 namespace sandboxd::runtime {
-
-enum class oci_runtime { crun, runsc };
 
 struct oci_options {
   oci_runtime runtime = oci_runtime::runsc;
@@ -96,19 +95,18 @@ public:
   // The runtime command line this driver uses, without the subcommand
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
   // benchmark's raw comparison.
-  std::vector<std::string> runtime_command() const;
+  std::vector<std::string> runtime_command() const { return cli_.command(); }
   // The path the driver works through for its data directory: the data directory, or its
   // bind under entry_root (data_entry.hpp).
   const std::string& working_dir() const { return options_.data_dir; }
   // The host path of the exec guard bound into its sandboxes (exec_guard.hpp).
   std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
   // Which runtime binary this driver runs and what it can do (runsc_binary.hpp).
-  const std::string& runtime_note() const { return runtime_note_; }
-  // Whether a memory pause freezes the sandbox in place (crun; the current runsc, whose
-  // restore leaves exec'd processes stuck) rather than checkpointing it (older runsc).
-  bool freezes() const { return options_.runtime == oci_runtime::crun || runsc_current_; }
+  const std::string& runtime_note() const { return cli_.note(); }
+  // Whether a memory pause freezes the sandbox in place (runtime_cli.hpp).
+  bool freezes() const { return cli_.freezes(); }
   // Whether runtime calls must run in a mount namespace without the cgroup2 mount.
-  bool hides_cgroup2() const { return options_.runtime == oci_runtime::crun; }
+  bool hides_cgroup2() const { return cli_.hides_cgroup2(); }
   // The cgroup path of a sandbox (e.g. /sandboxd/1a2b3c4d-sb1).
   std::string cgroup_path(const std::string& id) const;
   // The container id the runtime knows a sandbox by: <instance>-<id>.c. runsc names
@@ -120,12 +118,10 @@ public:
   void drain_removals() { removals_.drain(); }
 
 private:
-  struct cli_output {
-    bool ok;
-    std::string text; // stdout on success, stderr and stdout on failure
-  };
-  cli_output cli(std::vector<std::string> args) const;
-  outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
+  // Runs the runtime's `step` for sandbox `id`; its failure is an internal error naming
+  // the step and quoting the runtime.
+  outcome<void> cli_step(const std::string& id, const char* step,
+                         const std::vector<std::string>& args);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
   // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
@@ -147,9 +143,6 @@ private:
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;
   void refresh_status(sandbox_record& r);
-  // Stops and kills the process tree of an exec whose pid (as the runtime wrote it) is
-  // `pid_text`.
-  void kill_exec_tree(const std::string& id, const std::string& pid_text) const;
   std::uint64_t oom_kills(const std::string& id) const;
   // write_file into a running sandbox through the sandbox's own kernel (the guard's
   // --write), for runsc with exclusive file access.
@@ -164,11 +157,7 @@ private:
 
   data_entry entry_; // first: it outlives every member that works through it
   oci_options options_;
-  std::string runtime_bin_;
-  std::string runtime_note_;
-  bool runsc_current_ = false; // runsc_binary.hpp
-  bool runsc_oci_seccomp_ = false;
-  std::string state_root_;
+  runtime_cli cli_; // every difference between runsc and crun
   std::string instance_;
   unique_fd sandboxes_fd_; // <data>/sandboxes: every sandbox directory is reached through it
   template_store templates_;
