@@ -8,10 +8,12 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
+#include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace sandboxd::runtime {
@@ -91,6 +93,7 @@ public:
     if (o_.timeout)
       deadline_ = clock::now() + *o_.timeout;
   }
+  ~running_child() { stop_feeder(); }
   running_child(const running_child&) = delete;
   running_child& operator=(const running_child&) = delete;
 
@@ -102,6 +105,8 @@ private:
   void start();
   void read_some(reader& rd, bool drain_only);
   void feed_stdin();
+  void start_feeder();
+  void stop_feeder();
   void apply_deadlines();
 
   const process_options& o_;
@@ -109,7 +114,9 @@ private:
   std::optional<pipe_pair> in_;
   std::string_view pending_; // stdin not yet written
   pid_t pid_ = -1;
-  int pidfd_ = -1; // wakes poll when the child exits
+  int pidfd_ = -1;       // wakes poll when the child exits
+  std::thread feeder_;   // pulls stdin_source into the pipe
+  int feeder_stop_ = -1; // eventfd: the child has ended, stop feeding
   reader readers_[2];
   process_result res_;
   clock::time_point deadline_ = clock::time_point::max();
@@ -126,7 +133,7 @@ void running_child::start() {
   argv.push_back(nullptr);
   int in_fd;
   int devnull = -1;
-  if (o_.stdin_data) {
+  if (o_.stdin_data || o_.stdin_source) {
     in_.emplace();
     in_fd = in_->r;
   } else {
@@ -157,9 +164,13 @@ void running_child::start() {
     in_->close_r();
     ::fcntl(in_->w, F_SETFL, O_NONBLOCK);
     ::signal(SIGPIPE, SIG_IGN);
-    pending_ = *o_.stdin_data;
-    if (pending_.empty())
-      in_->close_w();
+    if (o_.stdin_source) {
+      start_feeder();
+    } else {
+      pending_ = *o_.stdin_data;
+      if (pending_.empty())
+        in_->close_w();
+    }
   }
   pidfd_ = static_cast<int>(::syscall(SYS_pidfd_open, pid_, 0));
 }
@@ -195,6 +206,52 @@ void running_child::feed_stdin() {
     pending_.remove_prefix(static_cast<size_t>(n));
   if ((n < 0 && errno != EAGAIN && errno != EINTR) || pending_.empty())
     in_->close_w();
+}
+
+void running_child::start_feeder() {
+  feeder_stop_ = ::eventfd(0, EFD_CLOEXEC);
+  if (feeder_stop_ < 0)
+    throw_errno("eventfd");
+  int w = in_->w; // the feeder's own from here on
+  in_->w = -1;
+  feeder_ = std::thread([this, w] {
+    std::string chunk;
+    bool open = true;
+    while (open && o_.stdin_source(chunk)) {
+      std::string_view left = chunk;
+      while (open && !left.empty()) {
+        pollfd fds[2] = {{w, POLLOUT, 0}, {feeder_stop_, POLLIN, 0}};
+        if (::poll(fds, 2, -1) < 0 && errno != EINTR)
+          open = false;
+        else if (fds[1].revents != 0)
+          open = false;
+        else if (fds[0].revents != 0) {
+          ssize_t n = ::write(w, left.data(), left.size());
+          if (n > 0)
+            left.remove_prefix(static_cast<size_t>(n));
+          else if (n < 0 && errno != EAGAIN && errno != EINTR)
+            open = false; // the child closed its stdin
+        }
+      }
+      chunk.clear();
+      if (open) {
+        pollfd stop{feeder_stop_, POLLIN, 0};
+        open = ::poll(&stop, 1, 0) == 0;
+      }
+    }
+    ::close(w);
+  });
+}
+
+void running_child::stop_feeder() {
+  if (feeder_stop_ < 0)
+    return;
+  std::uint64_t one = 1;
+  (void)!::write(feeder_stop_, &one, sizeof one);
+  if (feeder_.joinable())
+    feeder_.join();
+  ::close(feeder_stop_);
+  feeder_stop_ = -1;
 }
 
 void running_child::apply_deadlines() {
@@ -246,6 +303,7 @@ void running_child::poll_round() {
 }
 
 process_result running_child::finish() {
+  stop_feeder();
   orphan_reaper::forget_own_child(pid_);
   if (pidfd_ >= 0)
     ::close(pidfd_);

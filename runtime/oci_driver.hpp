@@ -28,6 +28,7 @@
 
 #include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/exec_registry.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/layer_pool.hpp"
 #include "runtime/orphan_reaper.hpp"
@@ -80,6 +81,7 @@ public:
   outcome<sandbox_info> create(const create_request& request) override;
   outcome<void> start(const std::string& id) override;
   outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
+  outcome<void> signal_exec(const std::string& id, const std::string& exec_id, int signal) override;
   outcome<void> pause(const std::string& id, pause_mode mode) override;
   outcome<void> resume(const std::string& id) override;
   outcome<void> remove(const std::string& id) override;
@@ -88,6 +90,12 @@ public:
                            std::uint32_t mode) override;
   outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                         std::uint32_t mode) override;
+  outcome<void> remove_path(const std::string& id, const std::string& path,
+                            bool recursive) override;
+  outcome<void> rename_path(const std::string& id, const std::string& from,
+                            const std::string& to) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;
@@ -144,10 +152,17 @@ private:
   std::optional<std::string> runtime_status(const std::string& id) const;
   void refresh_status(sandbox_record& r);
   std::uint64_t oom_kills(const std::string& id) const;
-  // write_file into a running sandbox through the sandbox's own kernel (the guard's
-  // --write), for runsc with exclusive file access.
-  outcome<void> write_through_sandbox(const sandbox_record& r, const std::string& path,
-                                      std::string_view content, std::uint32_t mode);
+  // A file change in a running sandbox made through the sandbox's own kernel, by the
+  // guard (exec_guard.hpp) as the sandbox's root, for runsc with exclusive file access:
+  // the guard's `args`, `content` on its stdin; errors name `path`.
+  outcome<void> change_through_sandbox(const sandbox_record& r, const std::string& path,
+                                       std::vector<std::string> args,
+                                       std::string_view content = {});
+  // Whether file changes of the sandbox must go through it (change_through_sandbox).
+  bool changes_through_sandbox(const sandbox_record& r) const;
+  // Runs f(root, record) for a change: direct on the root, or `through` the sandbox.
+  template <class Direct, class Through>
+  outcome<void> change_files(const std::string& id, Direct&& direct, Through&& through);
 
   // Runs f(merged root, record) with the root filesystem mounted (for this call only when
   // the sandbox is filesystem-paused).
@@ -168,6 +183,7 @@ private:
   id_ranges ids_;
   std::mutex init_pids_mu_;
   std::map<std::string, pid_t> init_pids_; // crun: the init of each container made here
+  exec_registry execs_;
 };
 
 } // namespace sandboxd::runtime

@@ -66,17 +66,41 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
         return c.err();
       rec = r.value();
     }
+    if (req.stdin_data && req.stdin_source)
+      return make_error(errc::invalid_argument,
+                        "exec takes stdin_data or stdin_source, not both; drop one");
+    // The sandbox's environment, with the exec's over it (make_process_json keeps the last
+    // value of a name).
+    exec_request full = req;
+    full.env = rec.env;
+    full.env.insert(full.env.end(), req.env.begin(), req.env.end());
     // Sandboxes of the current layout run every exec under the guard (exec_guard.hpp).
     const bool guarded = rec.id_base != 0;
-    auto doc = make_process_json(req, rec.info.limits.pids, guarded);
+    auto doc = make_process_json(full, rec.info.limits.pids, guarded);
     if (!doc)
       return doc.err();
     memfd_file process_json(doc.value());
     exec_pid_file pid_file(cli_.kind(), cli_.state_root() + "/scratch");
+    auto running = execs_.add(id, req.exec_id, [&](int signal) -> outcome<void> {
+      // The runtime writes the pid once the process exists: wait for it a little.
+      std::string pid = pid_file.read();
+      for (int i = 0; pid.empty() && i < 500; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        pid = pid_file.read();
+      }
+      if (!cli_.signal_exec_tree(cid(id), pid, signal))
+        return make_error(errc::not_found, "exec " + req.exec_id + " in sandbox " + id +
+                                             " has no process left to signal");
+      return {};
+    });
+    if (!running)
+      return running.err();
     process_options o =
       cli_.options({"exec", "--process=" + process_json.path(), pid_file.flag(), cid(id)});
     o.stdin_data = req.stdin_data;
-    o.max_output_bytes = rec.info.limits.max_output_bytes;
+    o.stdin_source = req.stdin_source;
+    o.max_output_bytes =
+      req.max_output_bytes != 0 ? req.max_output_bytes : rec.info.limits.max_output_bytes;
     // With crun, stderr is held back while it could still be crun's own start-up failure
     // (below), so that the caller never sees that text from an attempt that is retried.
     startup_filter filter(req.on_output, cli_.exec_may_fail_startup());
@@ -84,8 +108,9 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       o.on_output = [&](output_stream s, std::string_view d) { filter.take(s, d); };
     // The guard ends the exec at its timeout; the driver's own deadline, a little later,
     // is the backstop should the guard itself be gone (code in the sandbox may kill it).
-    o.timeout = guarded ? req.timeout + k_guard_grace : req.timeout;
-    o.on_timeout = [&] { cli_.kill_exec_tree(cid(id), pid_file.read()); };
+    // No timeout: none at all.
+    if (req.timeout.count() > 0)
+      o.timeout = guarded ? req.timeout + k_guard_grace : req.timeout;
     std::uint64_t ooms = oom_kills(id);
     const auto started = std::chrono::steady_clock::now();
     auto p = run_process(o);
@@ -100,11 +125,13 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       p = run_process(o);
     }
     filter.flush();
-    const bool guard_timed_out = guarded && p.exit_code == 128 + SIGKILL &&
-                                 std::chrono::steady_clock::now() - started >= req.timeout;
+    const auto took = std::chrono::steady_clock::now() - started;
+    const bool guard_timed_out =
+      guarded && req.timeout.count() > 0 && p.exit_code == 128 + SIGKILL && took >= req.timeout;
 
     exec_result res = to_exec_result(p, guard_timed_out);
     res.oom_killed = oom_kills(id) > ooms;
+    res.duration = std::chrono::duration_cast<std::chrono::milliseconds>(took);
     // A failure of the runtime itself or a kill may mean the whole sandbox ended.
     bool suspicious = res.oom_killed || res.signal != 0 || p.exit_code >= 125;
     auto g = locks_.lock(id);
@@ -121,6 +148,14 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     }
     return res;
   });
+}
+
+outcome<void> oci_driver::signal_exec(const std::string& id, const std::string& exec_id,
+                                      int signal) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c;
+  return guard_faults("signal exec " + exec_id + " in sandbox " + id,
+                      [&] { return execs_.signal(id, exec_id, signal); });
 }
 
 } // namespace sandboxd::runtime

@@ -5,6 +5,7 @@
 #include "runtime/beneath.hpp"
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
+#include "runtime/names.hpp"
 #include "runtime/oci_spec.hpp"
 #include "runtime/tree_walk.hpp"
 
@@ -94,6 +95,8 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     return c.err();
   if (auto c = check_template_name(req.template_name); !c)
     return c.err();
+  if (auto c = check_env(req.env); !c)
+    return c.err();
   if (req.network != network_policy::none)
     return make_error(errc::invalid_argument, std::string("driver ") + std::string(name()) +
                                                 " supports only network policy none (loopback); "
@@ -112,6 +115,7 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     r.info.limits = req.limits;
     r.info.status = sandbox_status::created;
     r.template_dir = root.value();
+    r.env = req.env;
     auto range = ids_.take();
     if (!range)
       return make_error(errc::resource_exhausted,

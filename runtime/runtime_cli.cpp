@@ -30,6 +30,20 @@ std::vector<pid_t> host_children(pid_t pid) {
   return out;
 }
 
+// Every host process below `root` (not `root` itself), as the tree stands now.
+std::set<pid_t> host_descendants(pid_t root) {
+  std::set<pid_t> tree;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : host_children(p))
+      if (tree.insert(c).second)
+        todo.push_back(c);
+  }
+  return tree;
+}
+
 // crun: the exec's processes are host processes. Stops the tree under `root` (stopped
 // processes cannot fork) until no new member appears, then kills every member.
 void kill_host_tree(pid_t root) {
@@ -208,6 +222,25 @@ void runtime_cli::kill_exec_tree(const std::string& cid, const std::string& pid_
   }
   for (pid_t p : tree)
     run({"kill", "--pid=" + std::to_string(p), cid, "KILL"});
+}
+
+bool runtime_cli::signal_exec_tree(const std::string& cid, const std::string& pid_text,
+                                   int signal) const {
+  if (pid_text.empty())
+    return false;
+  pid_t pid = std::stoi(pid_text);
+  if (runtime_ == oci_runtime::crun) {
+    auto tree = host_descendants(pid);
+    for (pid_t p : tree)
+      ::kill(p, signal);
+    return !tree.empty();
+  }
+  std::set<pid_t> tree{pid};
+  add_descendants(tree, run({"ps", cid}).text);
+  tree.erase(pid);
+  for (pid_t p : tree)
+    run({"kill", "--pid=" + std::to_string(p), cid, std::to_string(signal)});
+  return !tree.empty();
 }
 
 } // namespace sandboxd::runtime

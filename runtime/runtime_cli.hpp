@@ -85,6 +85,9 @@ public:
   // Stops the process tree of an exec (its pid as the runtime wrote it) until it stops
   // growing, then kills every member.
   void kill_exec_tree(const std::string& cid, const std::string& pid_text) const;
+  // Sends `signal` to every process below the exec's first process (its guard), as the
+  // tree stands now; false when none was found.
+  bool signal_exec_tree(const std::string& cid, const std::string& pid_text, int signal) const;
 
 private:
   oci_runtime runtime_;
