@@ -4,7 +4,7 @@
 // On disk, under the data directory:
 //   templates/                      see template_store.hpp
 //   state/<runtime>/                the runtime's own state (--root)
-//   sandboxes/<id>/sandbox.json     status, template, limits (sandbox_record.hpp)
+//   sandboxes/<id>/sandbox.json     status, template, limits, environment (sandbox_record.hpp)
 //   sandboxes/<id>/upper, work      the writable layer and overlayfs's work directory
 //   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
 //   sandboxes/<id>/config.json      the sandbox directory is its OCI bundle (oci_spec.hpp)
