@@ -33,6 +33,11 @@ runtime::outcome<runtime::exec_result> metered_driver::exec(const std::string& i
   return timed(driver_call::exec, [&] { return inner_.exec(id, request); });
 }
 
+runtime::outcome<void> metered_driver::signal_exec(const std::string& id,
+                                                   const std::string& exec_id, int signal) {
+  return timed(driver_call::signal_exec, [&] { return inner_.signal_exec(id, exec_id, signal); });
+}
+
 runtime::outcome<void> metered_driver::pause(const std::string& id, runtime::pause_mode mode) {
   return timed(driver_call::pause, [&] { return inner_.pause(id, mode); });
 }
@@ -63,6 +68,21 @@ runtime::outcome<runtime::dir_listing> metered_driver::list_dir(const std::strin
 runtime::outcome<runtime::file_info> metered_driver::stat(const std::string& id,
                                                           const std::string& path) {
   return timed(driver_call::stat, [&] { return inner_.stat(id, path); });
+}
+
+runtime::outcome<void> metered_driver::make_dir(const std::string& id, const std::string& path,
+                                                bool parents, std::uint32_t mode) {
+  return timed(driver_call::make_dir, [&] { return inner_.make_dir(id, path, parents, mode); });
+}
+
+runtime::outcome<void> metered_driver::remove_path(const std::string& id, const std::string& path,
+                                                   bool recursive) {
+  return timed(driver_call::remove_path, [&] { return inner_.remove_path(id, path, recursive); });
+}
+
+runtime::outcome<void> metered_driver::rename_path(const std::string& id, const std::string& from,
+                                                   const std::string& to) {
+  return timed(driver_call::rename_path, [&] { return inner_.rename_path(id, from, to); });
 }
 
 runtime::outcome<runtime::usage_info> metered_driver::usage(const std::string& id) {

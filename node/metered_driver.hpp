@@ -20,6 +20,8 @@ public:
   runtime::outcome<void> start(const std::string& id) override;
   runtime::outcome<runtime::exec_result> exec(const std::string& id,
                                               const runtime::exec_request& request) override;
+  runtime::outcome<void> signal_exec(const std::string& id, const std::string& exec_id,
+                                     int signal) override;
   runtime::outcome<void> pause(const std::string& id, runtime::pause_mode mode) override;
   runtime::outcome<void> resume(const std::string& id) override;
   runtime::outcome<void> remove(const std::string& id) override;
@@ -30,6 +32,12 @@ public:
                                                   const std::string& path) override;
   runtime::outcome<runtime::file_info> stat(const std::string& id,
                                             const std::string& path) override;
+  runtime::outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                                  std::uint32_t mode) override;
+  runtime::outcome<void> remove_path(const std::string& id, const std::string& path,
+                                     bool recursive) override;
+  runtime::outcome<void> rename_path(const std::string& id, const std::string& from,
+                                     const std::string& to) override;
   runtime::outcome<runtime::usage_info> usage(const std::string& id) override;
   runtime::outcome<runtime::sandbox_info> inspect(const std::string& id) override;
   runtime::outcome<std::vector<runtime::sandbox_info>> list() override;

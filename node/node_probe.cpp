@@ -26,8 +26,9 @@ const char* const k_states[] = {"creating", "running",  "pausing", "paused",
 
 std::string_view to_string(driver_call c) {
   static constexpr std::array<std::string_view, k_driver_calls> names{
-    "create",     "start",    "exec", "pause", "resume",  "remove", "read_file",
-    "write_file", "list_dir", "stat", "usage", "inspect", "list"};
+    "create",    "start",       "exec",     "pause",       "resume",     "remove",
+    "read_file", "write_file",  "list_dir", "stat",        "usage",      "inspect",
+    "list",      "signal_exec", "make_dir", "remove_path", "rename_path"};
   return names[static_cast<std::size_t>(c)];
 }
 

@@ -56,8 +56,12 @@ enum class driver_call : std::uint8_t {
   usage,
   inspect,
   list,
+  signal_exec,
+  make_dir,
+  remove_path,
+  rename_path,
 };
-inline constexpr std::size_t k_driver_calls = 13;
+inline constexpr std::size_t k_driver_calls = 17;
 std::string_view to_string(driver_call c);
 
 // What a scrape reads from the node.

@@ -1,7 +1,7 @@
 // child_process — runs one program as a child and waits for it: stdin fed byte for byte
-// (or /dev/null), stdout and stderr read separately through pipes, each captured up to
-// a cap (the rest is read and dropped, and the result says so) and streamed to a
-// callback, with an optional timeout.
+// from a string or a source pulled in chunks (or /dev/null), stdout and stderr read separately
+// through pipes, each captured up to a cap (the rest is read and dropped, and the result says so)
+// and streamed to a callback, with an optional timeout.
 //
 // When the timeout expires, `on_timeout` runs once (to kill what the child started,
 // e.g. a process tree inside a container), then the child itself is killed if it has
@@ -26,6 +26,10 @@ struct process_options {
   // /sys/fs/cgroup/unified (what crun needs on a cgroup v1 hybrid host).
   bool hide_cgroup2 = false;
   std::optional<std::string> stdin_data;
+  // Or stdin pulled chunk by chunk until it returns false, on a thread of its own (so a
+  // blocking source never holds up reading the output); after the child has ended, no
+  // further chunk is pulled. Set at most one of the two.
+  std::function<bool(std::string& chunk)> stdin_source;
   std::uint64_t max_output_bytes = 1ull << 20;
   std::function<void(output_stream, std::string_view)> on_output;
   std::optional<std::chrono::milliseconds> timeout;

@@ -10,10 +10,11 @@
 // - A sandbox's root filesystem is an overlay: a read-only template below, the
 //   sandbox's own writable layer above (the layer is what persists across a
 //   filesystem pause and what `usage().writable_bytes` measures).
-// - File operations resolve every path inside the sandbox's root: `..`, absolute
+// - File operations (read, write, list, stat, make_dir, remove_path, rename_path)
+//   resolve every path inside the sandbox's root: `..`, absolute
 //   symlinks and symlink chains planted by code in the sandbox never reach a host
-//   file. They work while running and while filesystem-paused (offline); writes are
-//   refused (conflict) while memory-paused.
+//   file. They work while running and while filesystem-paused (offline); changes are
+//   refused (conflict) while memory-paused, reads work in every status.
 // - `list()` reports every sandbox the driver has on disk, also after a restart of the
 //   process, so a caller can reconcile after a crash.
 // - `remove()` leaves no mount, process, cgroup, runtime state or directory behind.
@@ -55,19 +56,30 @@ struct create_request {
   std::string template_name = "base"; // a template known to the template store
   runtime::limits limits;
   network_policy network = network_policy::none;
+  // Environment every exec of the sandbox sees, kept by the driver with the sandbox (in its
+  // record, mode 0600 under the 0700 data directory: secret values live here and nowhere in
+  // the event log) so it survives pauses and restarts of the process.
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 enum class output_stream { out, err };
 
 struct exec_request {
+  std::string exec_id;           // unique among the sandbox's running execs; empty: not signalable
   std::vector<std::string> argv; // argv[0] is looked up in PATH when it has no '/'
-  // Added to (and overriding) the default environment for this exec only.
+  // Over the sandbox's environment (create_request::env), for this exec only.
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd = "/";
-  std::optional<std::string> stdin_data; // no value: stdin is at end of file at once
-  std::chrono::milliseconds timeout{60000};
-  // Called with each chunk of output as it arrives, up to the output cap, from the
-  // calling thread. May be empty.
+  std::optional<std::string> stdin_data; // all of stdin at once, or
+  // pulled by the driver until it returns false (end of stdin); may block. Set at most one;
+  // with neither, stdin is at end of file at once. Once the process has ended, the driver
+  // stops pulling (after the call in progress returns).
+  std::function<bool(std::string& chunk)> stdin_source;
+  std::chrono::milliseconds timeout{0}; // 0: none — runs until it ends or is killed
+  std::uint64_t max_output_bytes = 0;   // per stream; 0: the sandbox's limit
+  // Called with each chunk of output as it arrives, in order and before exec returns, up
+  // to the output cap, from the calling thread. May block (the process then waits on
+  // its output pipe). May be empty.
   std::function<void(output_stream, std::string_view)> on_output;
 };
 
@@ -78,7 +90,8 @@ struct exec_result {
   bool oom_killed = false; // the memory limit was hit while it ran
   std::string stdout_data;
   std::string stderr_data;
-  bool output_truncated = false; // more output than max_output_bytes was produced
+  bool output_truncated = false; // more output than the cap was produced
+  std::chrono::milliseconds duration{0};
 };
 
 enum class pause_mode { filesystem, memory };
@@ -141,8 +154,13 @@ public:
   virtual outcome<sandbox_info> create(const create_request& request) = 0;
   // Starts its processes: created or stopped -> running.
   virtual outcome<void> start(const std::string& id) = 0;
-  // Runs one process in a running sandbox and waits for it (or its timeout).
+  // Runs one process in a running sandbox and waits for it (or its timeout). A second
+  // running exec with the same non-empty exec_id is conflict.
   virtual outcome<exec_result> exec(const std::string& id, const exec_request& request) = 0;
+  // Signals every process the exec started (however it forked); not_found when no such exec
+  // is running. Signal 0 only checks that it runs.
+  virtual outcome<void> signal_exec(const std::string& id, const std::string& exec_id,
+                                    int signal) = 0;
   // running -> paused_filesystem or paused_memory.
   virtual outcome<void> pause(const std::string& id, pause_mode mode) = 0;
   // paused_* -> running. After a filesystem pause, processes start afresh.
@@ -159,6 +177,19 @@ public:
   virtual outcome<dir_listing> list_dir(const std::string& id, const std::string& path) = 0;
   // Follows symlinks inside the sandbox's root.
   virtual outcome<file_info> stat(const std::string& id, const std::string& path) = 0;
+  // A directory with the permission bits of `mode`; with `parents`, missing parents too
+  // (0755) and an existing directory is no error (mkdir -p). Without: already there is
+  // conflict, a missing parent not_found, a file on the way not_a_directory.
+  virtual outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                                 std::uint32_t mode = 0755) = 0;
+  // A file or an empty directory; with recursive, a directory and everything in it — never
+  // following a symlink out of the tree, whatever the sandbox does meanwhile. A non-empty
+  // directory without recursive is conflict (and is left whole).
+  virtual outcome<void> remove_path(const std::string& id, const std::string& path,
+                                    bool recursive) = 0;
+  // Both paths inside the sandbox's root; replaces an existing file like rename(2).
+  virtual outcome<void> rename_path(const std::string& id, const std::string& from,
+                                    const std::string& to) = 0;
 
   virtual outcome<usage_info> usage(const std::string& id) = 0;
   virtual outcome<sandbox_info> inspect(const std::string& id) = 0;

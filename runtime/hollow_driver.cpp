@@ -3,6 +3,8 @@
 #include "runtime/beneath.hpp"
 
 #include "runtime/lifecycle_rules.hpp"
+#include "runtime/names.hpp"
+#include "runtime/rooted_dirs.hpp"
 #include "runtime/rooted_fs.hpp"
 #include "runtime/sandbox_record.hpp"
 #include "runtime/tree_walk.hpp"
@@ -21,18 +23,6 @@ namespace {
 
 std::string root_of(const std::string& data_dir, const std::string& id) {
   return sandbox_dir(data_dir, id) + "/upper";
-}
-
-void append_capped(std::string& to, std::string_view data, const exec_request& req,
-                   output_stream which, std::uint64_t cap, bool& truncated) {
-  std::uint64_t room = cap > to.size() ? cap - to.size() : 0;
-  if (data.size() > room) {
-    truncated = true;
-    data = data.substr(0, room);
-  }
-  to.append(data);
-  if (req.on_output && !data.empty())
-    req.on_output(which, data);
 }
 
 // Makes the driver's directories; returns the journal's path.
@@ -125,6 +115,8 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
   // No template is read here, but the name is checked as the real drivers check it.
   if (auto c = check_template_name(req.template_name); !c)
     return c.err();
+  if (auto c = check_env(req.env); !c)
+    return c.err();
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
     std::lock_guard<std::mutex> g(mu_);
     // A directory without a table entry is the remains of a sandbox the journal lost
@@ -138,6 +130,13 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
     info.template_name = req.template_name;
     info.limits = req.limits;
     info.status = sandbox_status::created;
+    if (!req.env.empty()) {
+      // The environment is kept as the real drivers keep it: in the sandbox's record.
+      const std::string dir = sandbox_dir(options_.data_dir, req.id);
+      if (::mkdir(dir.c_str(), 0700) != 0)
+        throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
+      save_record(options_.data_dir, sandbox_record{info, "", 0, req.env}, record_write::first);
+    }
     table_.insert(info);
     return info;
   });
@@ -171,42 +170,6 @@ outcome<void> hollow_driver::pause(const std::string& id, pause_mode mode) {
 
 outcome<void> hollow_driver::resume(const std::string& id) {
   return transition(id, operation::resume, sandbox_status::running);
-}
-
-outcome<exec_result> hollow_driver::exec(const std::string& id, const exec_request& req) {
-  wait_latency();
-  auto r = find(id);
-  if (!r)
-    return r.err();
-  if (auto c = check_allowed(r.value(), operation::exec); !c)
-    return c.err();
-  if (req.argv.empty())
-    return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
-  const auto cap = r->limits.max_output_bytes;
-  exec_result res;
-  const std::string& prog = req.argv[0];
-  auto out = [&](output_stream s, std::string_view d) {
-    append_capped(s == output_stream::out ? res.stdout_data : res.stderr_data, d, req, s, cap,
-                  res.output_truncated);
-  };
-  if (prog == "echo") {
-    std::string line;
-    for (size_t i = 1; i < req.argv.size(); ++i)
-      line += (i > 1 ? " " : "") + req.argv[i];
-    out(output_stream::out, line + "\n");
-    res.exit_code = 0;
-  } else if (prog == "cat" && req.argv.size() == 1) {
-    out(output_stream::out, req.stdin_data.value_or(""));
-    res.exit_code = 0;
-  } else if (prog == "true") {
-    res.exit_code = 0;
-  } else if (prog == "false") {
-    res.exit_code = 1;
-  } else {
-    out(output_stream::err, prog + ": the hollow driver runs no programs\n");
-    res.exit_code = 127;
-  }
-  return res;
 }
 
 outcome<void> hollow_driver::remove(const std::string& id) {
@@ -250,27 +213,55 @@ outcome<std::string> hollow_driver::read_file(const std::string& id, const std::
   return read_file_in_root(read_root(id), path, r->limits.max_file_bytes);
 }
 
-outcome<void> hollow_driver::write_file(const std::string& id, const std::string& path,
-                                        std::string_view content, std::uint32_t mode) {
+template <class F>
+outcome<void> hollow_driver::change_files(const std::string& id, F&& f) {
   wait_latency();
   if (auto c = check_sandbox_id(id); !c)
     return c.err();
   const std::string root = root_of(options_.data_dir, id);
-  return guard_faults("write to sandbox " + id, [&]() -> outcome<void> {
-    std::uint64_t max_bytes = 0;
+  return guard_faults("files of sandbox " + id, [&]() -> outcome<void> {
+    sandbox_info info;
     {
       // The layer is made under the lock, so a remove() either sees it or refuses this
       // call first.
       std::lock_guard<std::mutex> g(mu_);
-      const sandbox_info* info = table_.find(id);
-      if (!info || removing_.count(id))
+      const sandbox_info* found = table_.find(id);
+      if (!found || removing_.count(id))
         return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
-      if (auto c = check_allowed(*info, operation::write); !c)
+      if (auto c = check_allowed(*found, operation::write); !c)
         return c;
-      max_bytes = info->limits.max_file_bytes;
+      info = *found;
       std::filesystem::create_directories(root);
     }
-    return write_file_in_root(root, path, content, mode, max_bytes);
+    return f(root, info);
+  });
+}
+
+outcome<void> hollow_driver::write_file(const std::string& id, const std::string& path,
+                                        std::string_view content, std::uint32_t mode) {
+  return change_files(id, [&](const std::string& root, const sandbox_info& info) {
+    return write_file_in_root(root, path, content, mode, info.limits.max_file_bytes);
+  });
+}
+
+outcome<void> hollow_driver::make_dir(const std::string& id, const std::string& path, bool parents,
+                                      std::uint32_t mode) {
+  return change_files(id, [&](const std::string& root, const sandbox_info&) {
+    return make_dir_in_root(root, path, parents, mode, std::nullopt);
+  });
+}
+
+outcome<void> hollow_driver::remove_path(const std::string& id, const std::string& path,
+                                         bool recursive) {
+  return change_files(id, [&](const std::string& root, const sandbox_info&) {
+    return remove_in_root(root, path, recursive);
+  });
+}
+
+outcome<void> hollow_driver::rename_path(const std::string& id, const std::string& from,
+                                         const std::string& to) {
+  return change_files(id, [&](const std::string& root, const sandbox_info&) {
+    return rename_in_root(root, from, to);
   });
 }
 

@@ -18,11 +18,16 @@
 // mtime and are seen. With more than 4,096 directories listed the cache is given up.
 //
 // exec runs no program. It understands `echo ARGS...` (prints ARGS and a newline),
-// `cat` (copies stdin), `true` and `false`; any other program exits 127 with a
-// message on stderr. Every call first waits `latency`, to model a real runtime.
+// `cat` (copies stdin, chunk by chunk as it is pulled), `env` (prints the sandbox's
+// environment with the exec's over it, one NAME=VALUE a line), `sleep SECONDS` (waits,
+// until signal_exec or the timeout ends it), `true` and `false`; any other program exits
+// 127 with a message on stderr. A sandbox's environment is kept in its record
+// (sandbox_record.hpp) in `sandboxes/<id>/`. Every call first waits `latency`, to model a
+// real runtime.
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/exec_registry.hpp"
 #include "runtime/hollow_table.hpp"
 #include "runtime/lifecycle_rules.hpp"
 
@@ -56,6 +61,7 @@ public:
   outcome<sandbox_info> create(const create_request& request) override;
   outcome<void> start(const std::string& id) override;
   outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
+  outcome<void> signal_exec(const std::string& id, const std::string& exec_id, int signal) override;
   outcome<void> pause(const std::string& id, pause_mode mode) override;
   outcome<void> resume(const std::string& id) override;
   outcome<void> remove(const std::string& id) override;
@@ -64,6 +70,12 @@ public:
                            std::uint32_t mode) override;
   outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                         std::uint32_t mode) override;
+  outcome<void> remove_path(const std::string& id, const std::string& path,
+                            bool recursive) override;
+  outcome<void> rename_path(const std::string& id, const std::string& from,
+                            const std::string& to) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;
@@ -73,6 +85,11 @@ private:
   outcome<void> transition(const std::string& id, operation op, sandbox_status to);
   // The sandbox's info, or not_found (also while it is being removed).
   outcome<sandbox_info> find(const std::string& id) const;
+  // Runs f(layer root, info) for a change of the sandbox's files, with the layer made.
+  template <class F>
+  outcome<void> change_files(const std::string& id, F&& f);
+  // The sandbox's environment (create_request::env), from its record.
+  std::vector<std::pair<std::string, std::string>> env_of(const std::string& id) const;
   // The directory file reads resolve in: the sandbox's layer, or an empty directory
   // while it has none.
   std::string read_root(const std::string& id) const;
@@ -85,6 +102,7 @@ private:
   mutable std::mutex mu_; // guards table_ and removing_
   hollow_table table_;
   std::unordered_set<std::string> removing_;
+  exec_registry execs_;
 
   int sandboxes_fd_ = -1; // <data_dir>/sandboxes, for fstat
   mutable std::mutex dirs_mu_;

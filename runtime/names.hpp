@@ -8,7 +8,10 @@
 
 #include "runtime/errc.hpp"
 
+#include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace sandboxd::runtime {
 
@@ -29,5 +32,9 @@ void require_plain_component(std::string_view name, const char* what);
 outcome<void> check_sandbox_id(std::string_view id);
 // invalid_argument naming the template name and the rule, or ok.
 outcome<void> check_template_name(std::string_view name);
+// A sandbox's environment: names of [A-Za-z_][A-Za-z0-9_]* (at most 256 bytes), values
+// without NUL, in UTF-8 (what OCI runtimes take). invalid_argument names the variable,
+// never its value (which may be a secret); or ok.
+outcome<void> check_env(const std::vector<std::pair<std::string, std::string>>& env);
 
 } // namespace sandboxd::runtime

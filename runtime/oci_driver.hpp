@@ -4,7 +4,7 @@
 // On disk, under the data directory:
 //   templates/                      see template_store.hpp
 //   state/<runtime>/                the runtime's own state (--root)
-//   sandboxes/<id>/sandbox.json     status, template, limits (sandbox_record.hpp)
+//   sandboxes/<id>/sandbox.json     status, template, limits, environment (sandbox_record.hpp)
 //   sandboxes/<id>/upper, work      the writable layer and overlayfs's work directory
 //   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
 //   sandboxes/<id>/config.json      the sandbox directory is its OCI bundle (oci_spec.hpp)
@@ -28,11 +28,13 @@
 
 #include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
+#include "runtime/exec_registry.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/layer_pool.hpp"
 #include "runtime/orphan_reaper.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/removal_queue.hpp"
+#include "runtime/runtime_cli.hpp"
 #include "runtime/sandbox_locks.hpp"
 #include "runtime/sandbox_record.hpp"
 #include "runtime/template_store.hpp"
@@ -45,8 +47,6 @@
 #include <vector>
 
 namespace sandboxd::runtime {
-
-enum class oci_runtime { crun, runsc };
 
 struct oci_options {
   oci_runtime runtime = oci_runtime::runsc;
@@ -81,6 +81,7 @@ public:
   outcome<sandbox_info> create(const create_request& request) override;
   outcome<void> start(const std::string& id) override;
   outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
+  outcome<void> signal_exec(const std::string& id, const std::string& exec_id, int signal) override;
   outcome<void> pause(const std::string& id, pause_mode mode) override;
   outcome<void> resume(const std::string& id) override;
   outcome<void> remove(const std::string& id) override;
@@ -89,6 +90,12 @@ public:
                            std::uint32_t mode) override;
   outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                         std::uint32_t mode) override;
+  outcome<void> remove_path(const std::string& id, const std::string& path,
+                            bool recursive) override;
+  outcome<void> rename_path(const std::string& id, const std::string& from,
+                            const std::string& to) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;
@@ -96,19 +103,18 @@ public:
   // The runtime command line this driver uses, without the subcommand
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the
   // benchmark's raw comparison.
-  std::vector<std::string> runtime_command() const;
+  std::vector<std::string> runtime_command() const { return cli_.command(); }
   // The path the driver works through for its data directory: the data directory, or its
   // bind under entry_root (data_entry.hpp).
   const std::string& working_dir() const { return options_.data_dir; }
   // The host path of the exec guard bound into its sandboxes (exec_guard.hpp).
   std::string exec_guard_path() const { return options_.data_dir + "/helpers/exec-guard"; }
   // Which runtime binary this driver runs and what it can do (runsc_binary.hpp).
-  const std::string& runtime_note() const { return runtime_note_; }
-  // Whether a memory pause freezes the sandbox in place (crun; the current runsc, whose
-  // restore leaves exec'd processes stuck) rather than checkpointing it (older runsc).
-  bool freezes() const { return options_.runtime == oci_runtime::crun || runsc_current_; }
+  const std::string& runtime_note() const { return cli_.note(); }
+  // Whether a memory pause freezes the sandbox in place (runtime_cli.hpp).
+  bool freezes() const { return cli_.freezes(); }
   // Whether runtime calls must run in a mount namespace without the cgroup2 mount.
-  bool hides_cgroup2() const { return options_.runtime == oci_runtime::crun; }
+  bool hides_cgroup2() const { return cli_.hides_cgroup2(); }
   // The cgroup path of a sandbox (e.g. /sandboxd/1a2b3c4d-sb1).
   std::string cgroup_path(const std::string& id) const;
   // The container id the runtime knows a sandbox by: <instance>-<id>.c. runsc names
@@ -120,12 +126,10 @@ public:
   void drain_removals() { removals_.drain(); }
 
 private:
-  struct cli_output {
-    bool ok;
-    std::string text; // stdout on success, stderr and stdout on failure
-  };
-  cli_output cli(std::vector<std::string> args) const;
-  outcome<void> cli_step(const std::string& id, const char* step, std::vector<std::string> args);
+  // Runs the runtime's `step` for sandbox `id`; its failure is an internal error naming
+  // the step and quoting the runtime.
+  outcome<void> cli_step(const std::string& id, const char* step,
+                         const std::vector<std::string>& args);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
   // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
@@ -147,14 +151,18 @@ private:
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;
   void refresh_status(sandbox_record& r);
-  // Stops and kills the process tree of an exec whose pid (as the runtime wrote it) is
-  // `pid_text`.
-  void kill_exec_tree(const std::string& id, const std::string& pid_text) const;
   std::uint64_t oom_kills(const std::string& id) const;
-  // write_file into a running sandbox through the sandbox's own kernel (the guard's
-  // --write), for runsc with exclusive file access.
-  outcome<void> write_through_sandbox(const sandbox_record& r, const std::string& path,
-                                      std::string_view content, std::uint32_t mode);
+  // A file change in a running sandbox made through the sandbox's own kernel, by the
+  // guard (exec_guard.hpp) as the sandbox's root, for runsc with exclusive file access:
+  // the guard's `args`, `content` on its stdin; errors name `path`.
+  outcome<void> change_through_sandbox(const sandbox_record& r, const std::string& path,
+                                       std::vector<std::string> args,
+                                       std::string_view content = {});
+  // Whether file changes of the sandbox must go through it (change_through_sandbox).
+  bool changes_through_sandbox(const sandbox_record& r) const;
+  // Runs f(root, record) for a change: direct on the root, or `through` the sandbox.
+  template <class Direct, class Through>
+  outcome<void> change_files(const std::string& id, Direct&& direct, Through&& through);
 
   // Runs f(merged root, record) with the root filesystem mounted (for this call only when
   // the sandbox is filesystem-paused).
@@ -164,11 +172,7 @@ private:
 
   data_entry entry_; // first: it outlives every member that works through it
   oci_options options_;
-  std::string runtime_bin_;
-  std::string runtime_note_;
-  bool runsc_current_ = false; // runsc_binary.hpp
-  bool runsc_oci_seccomp_ = false;
-  std::string state_root_;
+  runtime_cli cli_; // every difference between runsc and crun
   std::string instance_;
   unique_fd sandboxes_fd_; // <data>/sandboxes: every sandbox directory is reached through it
   template_store templates_;
@@ -179,6 +183,7 @@ private:
   id_ranges ids_;
   std::mutex init_pids_mu_;
   std::map<std::string, pid_t> init_pids_; // crun: the init of each container made here
+  exec_registry execs_;
 };
 
 } // namespace sandboxd::runtime

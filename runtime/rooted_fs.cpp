@@ -37,6 +37,16 @@ error errno_error(int e, std::string_view path) {
   case ENOSPC:
   case EDQUOT:
     return make_error(errc::resource_exhausted, "no space left writing " + p);
+  case EEXIST:
+    return make_error(errc::conflict, p + " already exists; pick another name or remove it");
+  case ENOTEMPTY:
+    return make_error(errc::conflict, p + " is a directory that is not empty; remove it "
+                                          "recursively or empty it first");
+  case ESTALE:
+    return make_error(errc::conflict, p + " changed while it was worked on; try again");
+  case EINVAL:
+    return make_error(errc::invalid_argument,
+                      "cannot do that with " + p + " (a directory into itself?); pick other paths");
   default:
     return make_error(errc::internal, p + ": " + std::strerror(e));
   }
@@ -202,6 +212,24 @@ std::string random_suffix() {
 
 error error_of_errno(int e, std::string_view path) {
   return errno_error(e, path);
+}
+
+outcome<std::string> path_in_root(std::string_view path) {
+  return relative(path);
+}
+
+outcome<unique_fd> open_root_dir(const std::string& root) {
+  return open_root(root);
+}
+
+int open_in_root(int rootfd, const std::string& rel, std::uint64_t flags) {
+  return open_in(rootfd, rel, flags);
+}
+
+outcome<unique_fd> open_dir_creating_in_root(int rootfd, const std::string& rel_dir,
+                                             std::string_view shown,
+                                             std::optional<file_owner> owner) {
+  return open_parent_creating(rootfd, rel_dir, shown, owner);
 }
 
 outcome<std::string> checked_write_path(std::string_view path, std::size_t content_bytes,

@@ -13,6 +13,7 @@
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/unique_fd.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -51,5 +52,17 @@ outcome<std::string> checked_write_path(std::string_view path, std::size_t conte
                                         std::uint64_t max_bytes);
 // The driver's error for errno `e` on `path` (not_found, not_a_directory, ...).
 error error_of_errno(int e, std::string_view path);
+
+// The pieces the other confined calls (rooted_dirs.hpp) are made of:
+// `path` relative to the root ("." for the root itself); invalid_argument for NUL or "".
+outcome<std::string> path_in_root(std::string_view path);
+outcome<unique_fd> open_root_dir(const std::string& root);
+// openat2 of `rel` below the root's handle, resolved as described above; -1 and errno.
+int open_in_root(int rootfd, const std::string& rel, std::uint64_t flags);
+// The directory `rel_dir`, made (mode 0755, owned by `owner`) where missing, each
+// component resolved inside the root again after it was made.
+outcome<unique_fd> open_dir_creating_in_root(int rootfd, const std::string& rel_dir,
+                                             std::string_view shown,
+                                             std::optional<file_owner> owner);
 
 } // namespace sandboxd::runtime

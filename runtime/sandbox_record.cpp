@@ -65,6 +65,7 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
       {"max_file_bytes", l.max_file_bytes},
       {"disk_bytes", l.disk_bytes},
       {"max_dir_entries", l.max_dir_entries}}},
+    {"env", r.env},
   };
   unique_fd dir = open_sandbox_dir(data_dir, r.info.id);
   if (!dir)
@@ -139,6 +140,10 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
   if (r.info.id != id || !st)
     return std::nullopt;
   r.info.status = *st;
+  if (j.contains("env") && j["env"].is_array())
+    for (const auto& e : j["env"])
+      if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())
+        r.env.emplace_back(e[0].get<std::string>(), e[1].get<std::string>());
   if (j.contains("limits")) {
     const auto& l = j["limits"];
     auto& o = r.info.limits;

@@ -18,14 +18,20 @@
  *
  *   sandboxd-exec-guard --write <absolute path> <octal mode>   (content on stdin)
  *
+ *   sandboxd-exec-guard --mkdir <absolute path> <octal mode> <p: with parents | ->
+ *   sandboxd-exec-guard --remove <absolute path> <r: recursive | ->
+ *   sandboxd-exec-guard --rename <absolute path> <absolute path>
+ *
  * Missing parents are made (0755); the content goes to a temporary file beside the
- * target, is synced and renamed over it (a reader sees the old or the new file). On
- * failure it prints "errno <n>" on stderr and exits 1.
+ * target, is synced and renamed over it (a reader sees the old or the new file). A
+ * recursive removal never follows a symlink (nftw with FTW_PHYS). On failure it prints
+ * "errno <n>" on stderr and exits 1.
  *
  * Static, no allocation after start; built with the project and bind-mounted read-only
  * into every sandbox at /dev/.sandboxd-exec-guard (runtime/exec_guard.hpp). */
 #define _GNU_SOURCE
 #include <dirent.h>
+#include <ftw.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -155,9 +161,54 @@ static int write_file(char* path, const char* mode_text) {
   return 0;
 }
 
+static int make_dir(char* path, const char* mode_text, int parents) {
+  mode_t mode = (mode_t)(strtoul(mode_text, NULL, 8) & 0777);
+  if (parents) {
+    int e = make_parents(path);
+    if (e != 0)
+      return write_failed(e, NULL);
+  }
+  struct stat st;
+  if (mkdir(path, 0700) != 0) {
+    int e = errno;
+    if (e == EEXIST && parents && lstat(path, &st) == 0 && S_ISDIR(st.st_mode))
+      return 0;
+    return write_failed(e, NULL);
+  }
+  int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 || fchmod(fd, mode) != 0)
+    return write_failed(errno, NULL);
+  close(fd);
+  return 0;
+}
+
+static int remove_entry(const char* path, const struct stat* st, int type, struct FTW* f) {
+  (void)st;
+  (void)f;
+  return (type == FTW_DP ? rmdir(path) : unlink(path)) == 0 ? 0 : errno;
+}
+
+static int remove_path(const char* path, int recursive) {
+  struct stat st;
+  if (lstat(path, &st) != 0)
+    return write_failed(errno, NULL);
+  if (!S_ISDIR(st.st_mode))
+    return unlink(path) == 0 ? 0 : write_failed(errno, NULL);
+  if (!recursive)
+    return rmdir(path) == 0 ? 0 : write_failed(errno == EEXIST ? ENOTEMPTY : errno, NULL);
+  int e = nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+  return e == 0 ? 0 : write_failed(e > 0 ? e : errno, NULL);
+}
+
 int main(int argc, char** argv) {
   if (argc == 4 && strcmp(argv[1], "--write") == 0 && argv[2][0] == '/')
     return write_file(argv[2], argv[3]);
+  if (argc == 5 && strcmp(argv[1], "--mkdir") == 0 && argv[2][0] == '/')
+    return make_dir(argv[2], argv[3], argv[4][0] == 'p');
+  if (argc == 4 && strcmp(argv[1], "--remove") == 0 && argv[2][0] == '/')
+    return remove_path(argv[2], argv[3][0] == 'r');
+  if (argc == 4 && strcmp(argv[1], "--rename") == 0 && argv[2][0] == '/' && argv[3][0] == '/')
+    return rename(argv[2], argv[3]) == 0 ? 0 : write_failed(errno, NULL);
   if (argc < 4 || strcmp(argv[2], "--") != 0) {
     fprintf(stderr, "usage: %s <timeout-ms> -- program [args...]\n", argv[0]);
     return 125;

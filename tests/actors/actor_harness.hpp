@@ -109,6 +109,22 @@ public:
   runtime::outcome<runtime::file_info> stat(const std::string& id, const std::string& p) override {
     return inner_.stat(id, p);
   }
+  runtime::outcome<void> signal_exec(const std::string& id, const std::string& e,
+                                     int sig) override {
+    return inner_.signal_exec(id, e, sig);
+  }
+  runtime::outcome<void> make_dir(const std::string& id, const std::string& p, bool parents,
+                                  std::uint32_t m) override {
+    return inner_.make_dir(id, p, parents, m);
+  }
+  runtime::outcome<void> remove_path(const std::string& id, const std::string& p,
+                                     bool recursive) override {
+    return inner_.remove_path(id, p, recursive);
+  }
+  runtime::outcome<void> rename_path(const std::string& id, const std::string& from,
+                                     const std::string& to) override {
+    return inner_.rename_path(id, from, to);
+  }
   runtime::outcome<runtime::usage_info> usage(const std::string& id) override {
     return inner_.usage(id);
   }

@@ -1,6 +1,8 @@
-// The driver conformance suite: lifecycle and file operations, the same assertions
-// against every driver (built once per driver; see driver_under_test.hpp). Exec, limits
-// and pause semantics that need processes are in test_oci_driver.cpp.
+// The driver conformance suite: lifecycle, file operations (read, write, list, stat,
+// make_dir, remove_path, rename_path), the sandbox's environment, exec's stdin, output
+// streaming and signal_exec: the same assertions against every driver (built once per
+// driver; see driver_under_test.hpp; the hollow driver plays `cat`, `env` and `sleep`).
+// Limits and pause semantics that need processes are in test_oci_driver.cpp.
 #define BOOST_TEST_MODULE driver_conformance
 #include <boost/test/unit_test.hpp>
 
@@ -8,7 +10,13 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <csignal>
 #include <fstream>
+#include <future>
+#include <mutex>
+#include <sstream>
 #include <sys/stat.h>
 
 using namespace sandboxd::runtime;
@@ -58,12 +66,45 @@ BOOST_FIXTURE_TEST_CASE(invalid_id_is_invalid_argument_and_duplicate_is_conflict
   BOOST_TEST((d->create(req).code() == errc::conflict));
 }
 
-BOOST_FIXTURE_TEST_CASE(outbound_network_is_refused, fixture) {
+BOOST_FIXTURE_TEST_CASE(outbound_network_is_refused_naming_the_mode_that_works, fixture) {
   create_request req;
   req.id = "net";
   req.network = network_policy::outbound;
-  BOOST_TEST((d->create(req).code() == errc::invalid_argument));
+  auto r = d->create(req);
+  BOOST_TEST_REQUIRE((r.code() == errc::invalid_argument));
+  BOOST_TEST(r.err().message.find("network policy none") != std::string::npos, r.err().message);
   BOOST_TEST(d->list()->empty());
+}
+
+// Skips a test on a driver that runs no processes, saying so.
+boost::test_tools::assertion_result runs_processes(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result r(driver_under_test::runs_processes);
+  if (!r)
+    r.message() << "the hollow driver runs no processes: it has no network to look at";
+  return r;
+}
+
+BOOST_FIXTURE_TEST_CASE(network_none_gives_a_sandbox_loopback_only, fixture,
+                        *boost::unit_test::precondition(runs_processes)) {
+  create_request req;
+  req.id = "lo";
+  req.network = network_policy::none;
+  BOOST_TEST_REQUIRE(d->create(req).ok());
+  BOOST_TEST_REQUIRE(d->start("lo").ok());
+  exec_request r;
+  r.argv = {"cat", "/proc/net/dev"};
+  auto res = d->exec("lo", r);
+  BOOST_TEST_REQUIRE(res.ok(), (res ? "" : res.err().message));
+  BOOST_TEST_REQUIRE(res->exit_code == 0, res->stderr_data);
+  // Two header lines, then one line per interface: only lo.
+  std::istringstream lines(res->stdout_data);
+  std::string line;
+  std::vector<std::string> interfaces;
+  for (int n = 0; std::getline(lines, line); ++n)
+    if (n >= 2)
+      interfaces.push_back(line.substr(0, line.find(':')));
+  BOOST_TEST_REQUIRE(interfaces.size() == 1u, res->stdout_data);
+  BOOST_TEST(interfaces[0].find("lo") != std::string::npos, res->stdout_data);
 }
 
 BOOST_FIXTURE_TEST_CASE(lifecycle_moves_through_each_status_and_refuses_misfits, fixture) {
@@ -288,6 +329,265 @@ BOOST_FIXTURE_TEST_CASE(planted_links_never_reach_host_files_while_paused, escap
   attack();
   BOOST_TEST_REQUIRE(d->resume("esc").ok());
   assert_host_untouched();
+}
+
+// --- make_dir, remove_path, rename_path -----------------------------------------------
+
+BOOST_FIXTURE_TEST_CASE(make_dir_with_parents_without_and_through_a_file, fixture) {
+  running("mk");
+  BOOST_TEST_REQUIRE(d->make_dir("mk", "/workspace/a/b/c", true, 0750).ok());
+  auto st = d->stat("mk", "/workspace/a/b/c");
+  BOOST_TEST_REQUIRE(st.ok());
+  BOOST_TEST((st->type == file_type::directory));
+  BOOST_TEST(st->mode == 0750u);
+  BOOST_TEST(d->make_dir("mk", "/workspace/a/b/c", true).ok()); // mkdir -p: already there
+  BOOST_TEST((d->make_dir("mk", "/workspace/a/b/c", false).code() == errc::conflict));
+  BOOST_TEST((d->make_dir("mk", "/workspace/none/x", false).code() == errc::not_found));
+  BOOST_TEST(!d->stat("mk", "/workspace/none").ok());
+  BOOST_TEST_REQUIRE(d->write_file("mk", "/workspace/f", "file").ok());
+  BOOST_TEST((d->make_dir("mk", "/workspace/f/sub", false).code() == errc::not_a_directory));
+  BOOST_TEST((d->make_dir("mk", "/workspace/f/sub", true).code() == errc::not_a_directory));
+  BOOST_TEST((d->make_dir("mk", "/", true).code() == errc::invalid_argument));
+  BOOST_TEST(d->read_file("mk", "/workspace/f").value() == "file");
+}
+
+BOOST_FIXTURE_TEST_CASE(rename_moves_files_and_directories_and_replaces_a_file, fixture) {
+  running("mv");
+  BOOST_TEST_REQUIRE(d->write_file("mv", "/workspace/a.txt", "A").ok());
+  BOOST_TEST_REQUIRE(d->rename_path("mv", "/workspace/a.txt", "/workspace/b.txt").ok());
+  BOOST_TEST((d->stat("mv", "/workspace/a.txt").code() == errc::not_found));
+  BOOST_TEST(d->read_file("mv", "/workspace/b.txt").value() == "A");
+  // A directory with what is in it.
+  BOOST_TEST_REQUIRE(d->write_file("mv", "/workspace/dir/inner/x", "X").ok());
+  BOOST_TEST_REQUIRE(d->rename_path("mv", "/workspace/dir", "/workspace/moved").ok());
+  BOOST_TEST(d->read_file("mv", "/workspace/moved/inner/x").value() == "X");
+  BOOST_TEST((d->stat("mv", "/workspace/dir").code() == errc::not_found));
+  // Over an existing file: replaced, like rename(2).
+  BOOST_TEST_REQUIRE(d->write_file("mv", "/workspace/old", "old content").ok());
+  BOOST_TEST_REQUIRE(d->write_file("mv", "/workspace/new", "new").ok());
+  BOOST_TEST_REQUIRE(d->rename_path("mv", "/workspace/new", "/workspace/old").ok());
+  BOOST_TEST(d->read_file("mv", "/workspace/old").value() == "new");
+  BOOST_TEST((d->stat("mv", "/workspace/new").code() == errc::not_found));
+  // To a missing parent: not_found, and the source stays.
+  auto r = d->rename_path("mv", "/workspace/old", "/workspace/missing/old");
+  BOOST_TEST((r.code() == errc::not_found));
+  BOOST_TEST(d->read_file("mv", "/workspace/old").value() == "new");
+  BOOST_TEST(
+    (d->rename_path("mv", "/workspace/nothing", "/workspace/x").code() == errc::not_found));
+}
+
+BOOST_FIXTURE_TEST_CASE(remove_is_recursive_only_when_asked, fixture) {
+  running("rm");
+  BOOST_TEST_REQUIRE(d->write_file("rm", "/workspace/t/a/b/deep.txt", "deep").ok());
+  BOOST_TEST_REQUIRE(d->write_file("rm", "/workspace/t/top.txt", "top").ok());
+  BOOST_TEST_REQUIRE(d->make_dir("rm", "/workspace/t/empty", false).ok());
+  // A non-empty directory without recursive: conflict, and nothing in it is gone.
+  BOOST_TEST((d->remove_path("rm", "/workspace/t", false).code() == errc::conflict));
+  BOOST_TEST(d->read_file("rm", "/workspace/t/a/b/deep.txt").value() == "deep");
+  BOOST_TEST(d->read_file("rm", "/workspace/t/top.txt").value() == "top");
+  // A file and an empty directory need no recursive.
+  BOOST_TEST(d->remove_path("rm", "/workspace/t/top.txt", false).ok());
+  BOOST_TEST(d->remove_path("rm", "/workspace/t/empty", false).ok());
+  BOOST_TEST((d->stat("rm", "/workspace/t/empty").code() == errc::not_found));
+  BOOST_TEST_REQUIRE(d->remove_path("rm", "/workspace/t", true).ok());
+  BOOST_TEST((d->stat("rm", "/workspace/t").code() == errc::not_found));
+  BOOST_TEST((d->remove_path("rm", "/workspace/t", true).code() == errc::not_found));
+  BOOST_TEST((d->remove_path("rm", "/", true).code() == errc::invalid_argument));
+  BOOST_TEST(d->stat("rm", "/workspace").ok());
+}
+
+BOOST_FIXTURE_TEST_CASE(changes_work_filesystem_paused_and_are_conflict_memory_paused, fixture) {
+  running("chg");
+  BOOST_TEST_REQUIRE(d->write_file("chg", "/workspace/keep/k.txt", "k").ok());
+  BOOST_TEST_REQUIRE(d->pause("chg", pause_mode::filesystem).ok());
+  BOOST_TEST(d->make_dir("chg", "/workspace/off/line", true).ok());
+  BOOST_TEST(d->rename_path("chg", "/workspace/keep", "/workspace/kept").ok());
+  BOOST_TEST_REQUIRE(d->write_file("chg", "/workspace/gone/g", "g").ok());
+  BOOST_TEST(d->remove_path("chg", "/workspace/gone", true).ok());
+  BOOST_TEST_REQUIRE(d->resume("chg").ok());
+  BOOST_TEST(d->stat("chg", "/workspace/off/line").ok());
+  BOOST_TEST(d->read_file("chg", "/workspace/kept/k.txt").value() == "k");
+  BOOST_TEST((d->stat("chg", "/workspace/gone").code() == errc::not_found));
+  BOOST_TEST_REQUIRE(d->pause("chg", pause_mode::memory).ok());
+  BOOST_TEST((d->make_dir("chg", "/workspace/m", true).code() == errc::conflict));
+  BOOST_TEST((d->rename_path("chg", "/workspace/kept", "/workspace/k2").code() == errc::conflict));
+  BOOST_TEST((d->remove_path("chg", "/workspace/kept", true).code() == errc::conflict));
+  BOOST_TEST(d->read_file("chg", "/workspace/kept/k.txt").value() == "k");
+  BOOST_TEST(has_entry(d->list_dir("chg", "/workspace").value(), "kept"));
+  BOOST_TEST_REQUIRE(d->resume("chg").ok());
+}
+
+// --- the sandbox's environment, stdin, output, signals ---------------------------------
+
+namespace {
+
+// Runs `argv` in the sandbox; fails the test unless the driver answered.
+exec_result run(driver& d, const std::string& id, std::vector<std::string> argv,
+                std::vector<std::pair<std::string, std::string>> env = {}) {
+  exec_request r;
+  r.argv = std::move(argv);
+  r.env = std::move(env);
+  auto res = d.exec(id, r);
+  BOOST_TEST_REQUIRE(res.ok(), (res ? "" : res.err().message));
+  return res.value();
+}
+
+bool has_line(const std::string& text, const std::string& line) {
+  return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(the_sandbox_env_is_seen_by_every_exec_and_survives, fixture) {
+  create_request req;
+  req.id = "env";
+  req.env = {{"GREETING", "hello world"}, {"TOKEN", "s3cr3t=value"}};
+  BOOST_TEST_REQUIRE(d->create(req).ok());
+  BOOST_TEST_REQUIRE(d->start("env").ok());
+  auto seen = run(*d, "env", {"env"});
+  BOOST_TEST(has_line(seen.stdout_data, "GREETING=hello world"), seen.stdout_data);
+  BOOST_TEST(has_line(seen.stdout_data, "TOKEN=s3cr3t=value"), seen.stdout_data);
+  // The exec's own env is over the sandbox's.
+  auto over = run(*d, "env", {"env"}, {{"GREETING", "bye"}, {"EXTRA", "1"}});
+  BOOST_TEST(has_line(over.stdout_data, "GREETING=bye"), over.stdout_data);
+  BOOST_TEST(!has_line(over.stdout_data, "GREETING=hello world"), over.stdout_data);
+  BOOST_TEST(has_line(over.stdout_data, "EXTRA=1"), over.stdout_data);
+  BOOST_TEST(!has_line(run(*d, "env", {"env"}).stdout_data, "EXTRA=1"));
+  // A filesystem pause ends every process; the environment stays with the sandbox.
+  BOOST_TEST_REQUIRE(d->pause("env", pause_mode::filesystem).ok());
+  BOOST_TEST_REQUIRE(d->resume("env").ok());
+  BOOST_TEST(has_line(run(*d, "env", {"env"}).stdout_data, "GREETING=hello world"));
+  // A new driver on the same data directory (a restarted process) keeps it too.
+  d.reset();
+  d = driver_under_test::make(data);
+  BOOST_TEST(has_line(run(*d, "env", {"env"}).stdout_data, "TOKEN=s3cr3t=value"));
+}
+
+BOOST_FIXTURE_TEST_CASE(an_invalid_env_is_refused_without_echoing_its_value, fixture) {
+  create_request req;
+  req.id = "badenv";
+  req.env = {{"1BAD", "x"}};
+  BOOST_TEST((d->create(req).code() == errc::invalid_argument));
+  req.env = {{"SECRET", std::string("hunter2\0x", 9)}};
+  auto r = d->create(req);
+  BOOST_TEST_REQUIRE((r.code() == errc::invalid_argument));
+  BOOST_TEST(r.err().message.find("SECRET") != std::string::npos, r.err().message);
+  BOOST_TEST(r.err().message.find("hunter2") == std::string::npos, r.err().message);
+  BOOST_TEST(d->list()->empty());
+}
+
+BOOST_FIXTURE_TEST_CASE(stdin_pulled_in_chunks_reaches_the_process_byte_exact, fixture) {
+  running("in");
+  std::string all = all_bytes();
+  all += std::string(1, '\0');
+  std::string big(65537, 'x');
+  for (size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>((i * 7 + 3) % 256);
+  all += big;
+  exec_request r;
+  r.argv = {"cat"};
+  size_t at = 0, pulls = 0;
+  r.stdin_source = [&](std::string& chunk) {
+    if (at >= all.size())
+      return false;
+    size_t n = std::min<size_t>(all.size() - at, 1000 + 37 * pulls++); // uneven chunks
+    chunk.assign(all, at, n);
+    at += n;
+    return true;
+  };
+  auto res = d->exec("in", r);
+  BOOST_TEST_REQUIRE(res.ok(), (res ? "" : res.err().message));
+  BOOST_TEST(res->exit_code == 0);
+  BOOST_TEST(res->stdout_data.size() == all.size());
+  BOOST_TEST((res->stdout_data == all));
+  BOOST_TEST(pulls > 10u);
+  // Both ways at once is refused.
+  r.stdin_data = "x";
+  BOOST_TEST((d->exec("in", r).code() == errc::invalid_argument));
+}
+
+BOOST_FIXTURE_TEST_CASE(output_is_streamed_in_order_before_the_result, fixture) {
+  running("out");
+  // Each chunk of stdin is given only once the previous one came back as output: were
+  // the output held until the end, the source would wait in vain.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string streamed;
+  std::atomic<bool> returned{false}, late{false};
+  exec_request r;
+  r.argv = {"cat"};
+  int next = 0;
+  std::string expected;
+  r.stdin_source = [&](std::string& chunk) {
+    if (next == 8)
+      return false;
+    std::unique_lock<std::mutex> l(mu);
+    bool came =
+      cv.wait_for(l, std::chrono::seconds(20), [&] { return streamed.size() == expected.size(); });
+    BOOST_TEST_REQUIRE(came, "the output of chunk " << next - 1 << " did not arrive");
+    chunk = "chunk-" + std::to_string(next++) + "\n";
+    expected += chunk;
+    return true;
+  };
+  r.on_output = [&](output_stream s, std::string_view data) {
+    if (returned)
+      late = true;
+    BOOST_TEST((s == output_stream::out));
+    std::lock_guard<std::mutex> g(mu);
+    streamed.append(data);
+    cv.notify_all();
+  };
+  auto res = d->exec("out", r);
+  returned = true;
+  BOOST_TEST_REQUIRE(res.ok(), (res ? "" : res.err().message));
+  BOOST_TEST(streamed == expected);
+  BOOST_TEST(res->stdout_data == expected);
+  BOOST_TEST(!late);
+}
+
+BOOST_FIXTURE_TEST_CASE(signal_exec_reaches_every_process_of_a_background_exec, fixture) {
+  running("sig");
+  std::promise<void> ready;
+  std::once_flag once;
+  exec_request r;
+  r.exec_id = "bg";
+  if (driver_under_test::runs_processes)
+    r.argv = {"sh", "-c", "sleep 1000 & (sleep 1000 &) ; echo ready; wait"};
+  else
+    r.argv = {"sleep", "1000"};
+  r.on_output = [&](output_stream, std::string_view data) {
+    if (data.find("ready") != std::string_view::npos)
+      std::call_once(once, [&] { ready.set_value(); });
+  };
+  auto running_exec = std::async(std::launch::async, [&] { return d->exec("sig", r); });
+  if (driver_under_test::runs_processes) {
+    BOOST_TEST_REQUIRE(
+      (ready.get_future().wait_for(std::chrono::seconds(60)) == std::future_status::ready));
+  } else {
+    for (int i = 0; i < 500 && !d->signal_exec("sig", "bg", 0).ok(); ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  BOOST_TEST(d->signal_exec("sig", "bg", 0).ok());
+  // A second exec with the same id while the first runs is refused.
+  exec_request twin;
+  twin.exec_id = "bg";
+  twin.argv = {"true"};
+  BOOST_TEST((d->exec("sig", twin).code() == errc::conflict));
+  BOOST_TEST((d->signal_exec("sig", "other", SIGTERM).code() == errc::not_found));
+  BOOST_TEST_REQUIRE(d->signal_exec("sig", "bg", SIGTERM).ok());
+  BOOST_TEST_REQUIRE(
+    (running_exec.wait_for(std::chrono::seconds(60)) == std::future_status::ready));
+  auto res = running_exec.get();
+  BOOST_TEST_REQUIRE(res.ok(), (res ? "" : res.err().message));
+  BOOST_TEST(res->signal == SIGTERM);
+  BOOST_TEST(res->exit_code == -1);
+  BOOST_TEST((d->signal_exec("sig", "bg", SIGTERM).code() == errc::not_found));
+  if (driver_under_test::runs_processes) {
+    // Neither sleep outlived its exec, the one that left the tree included.
+    auto ps = run(*d, "sig",
+                  {"sh", "-c", "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline; echo; done"});
+    BOOST_TEST(ps.stdout_data.find("sleep 1000") == std::string::npos, ps.stdout_data);
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -58,8 +58,10 @@ BOOST_FIXTURE_TEST_CASE(a_disk_filler_hits_its_quota_while_others_keep_writing, 
   std::string node_file = data + "/node-keeps-writing";
   std::ofstream(node_file) << std::string(16 * MiB, 'x');
   BOOST_TEST(std::filesystem::file_size(node_file) == 16 * MiB);
-  // The filler can free its space and write again.
+  // The filler can free its space and write again, inside and through the API.
   BOOST_TEST(sh("filler", "rm /workspace/fill && echo ok > /workspace/after").exit_code == 0);
+  auto again = d->write_file("filler", "/workspace/more", std::string(8 * MiB, 'm'));
+  BOOST_TEST(again.ok(), (again ? "" : again.err().message));
 }
 
 BOOST_FIXTURE_TEST_CASE(a_tree_nested_past_path_max_is_metered, fixture) {

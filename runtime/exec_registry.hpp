@@ -1,0 +1,60 @@
+// exec_registry — the execs running in a driver's sandboxes, by sandbox id and exec id,
+// so that signal_exec can reach one while exec() waits for it.
+//
+// An exec registers a signaller for as long as it runs (the returned `entry` object);
+// signal() calls it, holding the entry's own lock, so the exec's unregistering (the
+// entry's destruction) waits for a signal in progress and a signaller never runs after
+// its exec has returned. An empty exec id is not registered.
+#pragma once
+
+#include "runtime/errc.hpp"
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+
+namespace sandboxd::runtime {
+
+class exec_registry {
+  struct slot {
+    std::mutex mu;
+    bool gone = false;
+    std::function<outcome<void>(int signal)> signaller;
+  };
+
+public:
+  using signaller = std::function<outcome<void>(int signal)>;
+
+  class entry {
+  public:
+    entry() = default;
+    entry(exec_registry* r, std::string key, std::shared_ptr<slot> s)
+        : registry_(r), key_(std::move(key)), slot_(std::move(s)) {}
+    entry(entry&& o) noexcept = default;
+    entry& operator=(entry&&) = delete;
+    ~entry();
+
+  private:
+    exec_registry* registry_ = nullptr;
+    std::string key_;
+    std::shared_ptr<slot> slot_;
+  };
+
+  // conflict when the sandbox already runs an exec with this id.
+  outcome<entry> add(const std::string& id, const std::string& exec_id, signaller s);
+  // not_found when no such exec runs; signal 0 only checks that it does.
+  outcome<void> signal(const std::string& id, const std::string& exec_id, int signal);
+
+private:
+  static std::string key(const std::string& id, const std::string& exec_id) {
+    return id + '\0' + exec_id;
+  }
+
+  std::mutex mu_;
+  std::map<std::string, std::shared_ptr<slot>> running_;
+};
+
+} // namespace sandboxd::runtime

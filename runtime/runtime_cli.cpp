@@ -1,0 +1,246 @@
+#include "runtime/runtime_cli.hpp"
+
+#include "runtime/runsc_binary.hpp"
+#include "runtime/small_text.hpp"
+
+#include <atomic>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unistd.h>
+
+namespace fs = std::filesystem;
+
+namespace sandboxd::runtime {
+namespace {
+
+std::vector<pid_t> host_children(pid_t pid) {
+  std::vector<pid_t> out;
+  std::error_code ec;
+  for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+    std::ifstream in(t.path() / "children");
+    pid_t c;
+    while (in >> c)
+      out.push_back(c);
+  }
+  return out;
+}
+
+// Every host process below `root` (not `root` itself), as the tree stands now.
+std::set<pid_t> host_descendants(pid_t root) {
+  std::set<pid_t> tree;
+  std::vector<pid_t> todo{root};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    for (pid_t c : host_children(p))
+      if (tree.insert(c).second)
+        todo.push_back(c);
+  }
+  return tree;
+}
+
+// crun: the exec's processes are host processes. Stops the tree under `root` (stopped
+// processes cannot fork) until no new member appears, then kills every member.
+void kill_host_tree(pid_t root) {
+  std::set<pid_t> tree;
+  for (int round = 0; round < 20; ++round) {
+    std::vector<pid_t> todo{root};
+    size_t before = tree.size();
+    while (!todo.empty()) {
+      pid_t p = todo.back();
+      todo.pop_back();
+      if (tree.insert(p).second || round > 0)
+        ::kill(p, SIGSTOP);
+      for (pid_t c : host_children(p))
+        if (!tree.count(c))
+          todo.push_back(c);
+    }
+    if (tree.size() == before && round > 0)
+      break;
+  }
+  for (pid_t p : tree)
+    ::kill(p, SIGKILL);
+}
+
+// The members of `tree` and their descendants in a `runsc ps` listing (columns UID PID
+// PPID ...).
+void add_descendants(std::set<pid_t>& tree, const std::string& ps) {
+  std::istringstream lines(ps);
+  std::string line;
+  std::multimap<pid_t, pid_t> kids;
+  std::getline(lines, line); // header
+  while (std::getline(lines, line)) {
+    std::istringstream f(line);
+    std::string uid;
+    pid_t p = 0, pp = 0;
+    if (f >> uid >> p >> pp)
+      kids.emplace(pp, p);
+  }
+  std::vector<pid_t> todo(tree.begin(), tree.end());
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    auto [b, e] = kids.equal_range(p);
+    for (auto it = b; it != e; ++it)
+      if (tree.insert(it->second).second)
+        todo.push_back(it->second);
+  }
+}
+
+} // namespace
+
+const char* runtime_name(oci_runtime r) {
+  return r == oci_runtime::crun ? "crun" : "runsc";
+}
+
+exec_pid_file::exec_pid_file(oci_runtime runtime, const std::string& scratch_dir) {
+  static std::atomic<std::uint64_t> counter{0};
+  if (runtime == oci_runtime::crun)
+    memfd_.emplace();
+  else
+    scratch_path_ =
+      scratch_dir + "/" + std::to_string(::getpid()) + "." + std::to_string(counter++);
+}
+
+exec_pid_file::~exec_pid_file() {
+  if (!scratch_path_.empty())
+    ::unlink(scratch_path_.c_str());
+}
+
+std::string exec_pid_file::flag() const {
+  return memfd_ ? "--pid-file=" + memfd_->path() : "--internal-pid-file=" + scratch_path_;
+}
+
+std::string exec_pid_file::read() const {
+  return memfd_ ? memfd_->read() : read_small_text(scratch_path_);
+}
+
+runtime_cli::runtime_cli(oci_runtime runtime, const std::string& runtime_path,
+                         std::string state_root)
+    : runtime_(runtime), state_root_(std::move(state_root)) {
+  if (runtime_ == oci_runtime::runsc) {
+    runsc_binary b = find_runsc(runtime_path);
+    bin_ = b.path;
+    runsc_current_ = b.current;
+    runsc_oci_seccomp_ = b.oci_seccomp;
+    note_ = b.note;
+  } else {
+    bin_ = runtime_path.empty() ? find_program("crun") : runtime_path;
+    note_ = "crun " + bin_;
+  }
+}
+
+std::vector<std::string> runtime_cli::command() const {
+  if (runtime_ == oci_runtime::crun)
+    return {bin_, "--root=" + state_root_};
+  // --overlay2=none: the sandbox's writes go to its layer on the host (paused reads and
+  // storage billing read it), which is nosuid,nodev there.
+  if (runsc_current_)
+    return {bin_,
+            "--root=" + state_root_,
+            "--network=none",
+            "--platform=systrap",
+            "--file-access=exclusive",
+            "--overlay2=none",
+            "--oci-seccomp"};
+  std::vector<std::string> older = {bin_,
+                                    "--root=" + state_root_,
+                                    "--network=none",
+                                    "--platform=ptrace",
+                                    "--overlay2=none",
+                                    "--file-access=shared"};
+  if (runsc_oci_seccomp_)
+    older.push_back("--oci-seccomp");
+  return older;
+}
+
+process_options runtime_cli::options(const std::vector<std::string>& args) const {
+  process_options o;
+  o.argv = command();
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.hide_cgroup2 = hides_cgroup2();
+  return o;
+}
+
+runtime_cli::output runtime_cli::run(const std::vector<std::string>& args) const {
+  process_options o = options(args);
+  o.max_output_bytes = 1 << 20;
+  o.timeout = std::chrono::minutes(2);
+  auto r = run_process(o);
+  if (r.exit_code == 0)
+    return {true, r.out};
+  return {false, r.err + r.out};
+}
+
+std::vector<std::string> runtime_cli::create_args(const std::string& bundle, const std::string& cid,
+                                                  const std::string& init_pid_file) const {
+  std::vector<std::string> args = {"create", "--bundle", bundle};
+  if (reports_init_pid())
+    args.push_back("--pid-file=" + init_pid_file);
+  args.push_back(cid);
+  return args;
+}
+
+void runtime_cli::await_started_init(pid_t init) const {
+  if (runtime_ != oci_runtime::crun || init <= 0)
+    return;
+  // `crun start` returns once it has told the init to go on, which may still be in crun's
+  // own code: not dumpable, its memory owned by the host's user namespace. Its command
+  // name changes at its execve.
+  const std::string comm = "/proc/" + std::to_string(init) + "/comm";
+  for (int i = 0; i < 2000; ++i) {
+    std::string name = read_small_text(comm);
+    if (name.empty() || name.rfind("crun", 0) != 0)
+      break;
+    std::this_thread::sleep_for(std::chrono::microseconds(500));
+  }
+}
+
+void runtime_cli::kill_exec_tree(const std::string& cid, const std::string& pid_text) const {
+  if (pid_text.empty())
+    return;
+  pid_t pid = std::stoi(pid_text);
+  if (runtime_ == oci_runtime::crun) {
+    kill_host_tree(pid);
+    return;
+  }
+  // runsc: the processes live in gVisor's kernel; find the tree with `runsc ps`, stop it
+  // until it stops growing, then kill it.
+  std::set<pid_t> tree{pid};
+  for (int round = 0; round < 10; ++round) {
+    size_t before = tree.size();
+    add_descendants(tree, run({"ps", cid}).text);
+    for (pid_t p : tree)
+      run({"kill", "--pid=" + std::to_string(p), cid, "STOP"});
+    if (round > 0 && tree.size() == before)
+      break;
+  }
+  for (pid_t p : tree)
+    run({"kill", "--pid=" + std::to_string(p), cid, "KILL"});
+}
+
+bool runtime_cli::signal_exec_tree(const std::string& cid, const std::string& pid_text,
+                                   int signal) const {
+  if (pid_text.empty())
+    return false;
+  pid_t pid = std::stoi(pid_text);
+  if (runtime_ == oci_runtime::crun) {
+    auto tree = host_descendants(pid);
+    for (pid_t p : tree)
+      ::kill(p, signal);
+    return !tree.empty();
+  }
+  std::set<pid_t> tree{pid};
+  add_descendants(tree, run({"ps", cid}).text);
+  tree.erase(pid);
+  for (pid_t p : tree)
+    run({"kill", "--pid=" + std::to_string(p), cid, std::to_string(signal)});
+  return !tree.empty();
+}
+
+} // namespace sandboxd::runtime
