@@ -55,19 +55,26 @@ struct create_request {
   std::string template_name = "base"; // a template known to the template store
   runtime::limits limits;
   network_policy network = network_policy::none;
+  // The sandbox's environment: every exec sees it (secret values included; the driver
+  // keeps them in its 0600 record, never in a log).
+  std::vector<std::pair<std::string, std::string>> env;
 };
 
 enum class output_stream { out, err };
 
 struct exec_request {
+  std::string exec_id;           // names it for signal_exec; may be empty
   std::vector<std::string> argv; // argv[0] is looked up in PATH when it has no '/'
   // Added to (and overriding) the default environment for this exec only.
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd = "/";
   std::optional<std::string> stdin_data; // no value: stdin is at end of file at once
-  std::chrono::milliseconds timeout{60000};
+  // Streamed stdin, pulled until it returns false (instead of stdin_data).
+  std::function<bool(std::string& chunk)> stdin_source;
+  std::chrono::milliseconds timeout{0}; // 0: none
+  std::uint64_t max_output_bytes = 0;   // 0: the sandbox's limit
   // Called with each chunk of output as it arrives, up to the output cap, from the
-  // calling thread. May be empty.
+  // calling thread. May be empty; may block.
   std::function<void(output_stream, std::string_view)> on_output;
 };
 
@@ -159,6 +166,16 @@ public:
   virtual outcome<dir_listing> list_dir(const std::string& id, const std::string& path) = 0;
   // Follows symlinks inside the sandbox's root.
   virtual outcome<file_info> stat(const std::string& id, const std::string& path) = 0;
+
+  // Sends `signal` to the exec named `exec_id` in flight (not_found when none is).
+  virtual outcome<void> signal_exec(const std::string& id, const std::string& exec_id,
+                                    int signal) = 0;
+  virtual outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                                 std::uint32_t mode = 0755) = 0;
+  virtual outcome<void> remove_path(const std::string& id, const std::string& path,
+                                    bool recursive) = 0;
+  virtual outcome<void> rename_path(const std::string& id, const std::string& from,
+                                    const std::string& to) = 0;
 
   virtual outcome<usage_info> usage(const std::string& id) = 0;
   virtual outcome<sandbox_info> inspect(const std::string& id) = 0;

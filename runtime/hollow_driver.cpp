@@ -11,8 +11,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <system_error>
 #include <thread>
 
@@ -182,7 +185,7 @@ outcome<exec_result> hollow_driver::exec(const std::string& id, const exec_reque
     return c.err();
   if (req.argv.empty())
     return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
-  const auto cap = r->limits.max_output_bytes;
+  const auto cap = req.max_output_bytes > 0 ? req.max_output_bytes : r->limits.max_output_bytes;
   exec_result res;
   const std::string& prog = req.argv[0];
   auto out = [&](output_stream s, std::string_view d) {
@@ -197,7 +200,21 @@ outcome<exec_result> hollow_driver::exec(const std::string& id, const exec_reque
     res.exit_code = 0;
   } else if (prog == "cat" && req.argv.size() == 1) {
     out(output_stream::out, req.stdin_data.value_or(""));
+    for (std::string chunk; req.stdin_source && req.stdin_source(chunk); chunk.clear())
+      out(output_stream::out, chunk);
     res.exit_code = 0;
+  } else if (prog == "sleep" && req.argv.size() == 2) {
+    auto wait = std::chrono::milliseconds(
+      static_cast<std::int64_t>(std::strtod(req.argv[1].c_str(), nullptr) * 1000));
+    if (req.timeout.count() > 0 && req.timeout < wait) {
+      wait = req.timeout;
+      res.timed_out = true;
+    }
+    res.signal = sleep_exec(id + "/" + req.exec_id, wait);
+    if (res.timed_out && res.signal == 0)
+      res.signal = SIGKILL;
+    res.timed_out = res.timed_out && res.signal == SIGKILL;
+    res.exit_code = res.signal != 0 ? -1 : 0;
   } else if (prog == "true") {
     res.exit_code = 0;
   } else if (prog == "false") {
@@ -288,6 +305,122 @@ outcome<file_info> hollow_driver::stat(const std::string& id, const std::string&
   if (!r)
     return r.err();
   return stat_in_root(read_root(id), path);
+}
+
+int hollow_driver::sleep_exec(const std::string& key, std::chrono::milliseconds for_how_long) {
+  std::unique_lock l(sleep_mu_);
+  auto [it, fresh] = sleeping_.emplace(key, 0);
+  if (!fresh)
+    it->second = 0;
+  sleep_cv_.wait_for(l, for_how_long, [&] { return sleeping_.at(key) != 0; });
+  const int signal = sleeping_.at(key);
+  sleeping_.erase(key);
+  return signal;
+}
+
+outcome<void> hollow_driver::signal_exec(const std::string& id, const std::string& exec_id,
+                                         int signal) {
+  wait_latency();
+  if (auto r = find(id); !r)
+    return r.err();
+  std::lock_guard l(sleep_mu_);
+  auto it = sleeping_.find(id + "/" + exec_id);
+  if (it == sleeping_.end())
+    return make_error(errc::not_found, "exec " + exec_id + " of sandbox " + id +
+                                         " is not running; list the execs in flight");
+  it->second = signal;
+  sleep_cv_.notify_all();
+  return {};
+}
+
+outcome<void>
+hollow_driver::change_files(const std::string& id, const std::string& what,
+                            const std::function<outcome<void>(const std::string&)>& change) {
+  wait_latency();
+  if (auto c = check_sandbox_id(id); !c)
+    return c.err();
+  const std::string root = root_of(options_.data_dir, id);
+  return guard_faults(what + " in sandbox " + id, [&]() -> outcome<void> {
+    {
+      std::lock_guard<std::mutex> g(mu_);
+      const sandbox_info* info = table_.find(id);
+      if (!info || removing_.count(id))
+        return make_error(errc::not_found, "sandbox " + id + " not found; create it first");
+      if (auto c = check_allowed(*info, operation::write); !c)
+        return c;
+      std::filesystem::create_directories(root);
+    }
+    return change(root);
+  });
+}
+
+namespace {
+
+// `path` inside `root`, after the checks writes make; `..` components are refused.
+outcome<std::string> host_path(const std::string& root, const std::string& path) {
+  auto p = checked_write_path(path, 0, 1);
+  if (!p)
+    return p.err();
+  if (p.value().find("/../") != std::string::npos || p.value().ends_with("/.."))
+    return make_error(errc::invalid_argument, "path " + path +
+                                                " has a '..' component; use "
+                                                "an absolute path without one");
+  return root + p.value();
+}
+
+outcome<void> errno_result(const std::error_code& ec, const std::string& path) {
+  if (!ec)
+    return {};
+  return error_of_errno(ec.value(), path);
+}
+
+} // namespace
+
+outcome<void> hollow_driver::make_dir(const std::string& id, const std::string& path, bool parents,
+                                      std::uint32_t mode) {
+  return change_files(id, "make_dir " + path, [&](const std::string& root) -> outcome<void> {
+    auto p = host_path(root, path);
+    if (!p)
+      return p.err();
+    std::error_code ec;
+    if (parents)
+      std::filesystem::create_directories(p.value(), ec);
+    else if (::mkdir(p.value().c_str(), mode & 0777) != 0)
+      ec = std::error_code(errno, std::generic_category());
+    return errno_result(ec, path);
+  });
+}
+
+outcome<void> hollow_driver::remove_path(const std::string& id, const std::string& path,
+                                         bool recursive) {
+  return change_files(id, "remove " + path, [&](const std::string& root) -> outcome<void> {
+    auto p = host_path(root, path);
+    if (!p)
+      return p.err();
+    std::error_code ec;
+    if (recursive) {
+      if (std::filesystem::remove_all(p.value(), ec) == 0 && !ec)
+        return make_error(errc::not_found, path + " does not exist; check the path");
+    } else if (!std::filesystem::remove(p.value(), ec) && !ec) {
+      return make_error(errc::not_found, path + " does not exist; check the path");
+    }
+    return errno_result(ec, path);
+  });
+}
+
+outcome<void> hollow_driver::rename_path(const std::string& id, const std::string& from,
+                                         const std::string& to) {
+  return change_files(id, "rename " + from, [&](const std::string& root) -> outcome<void> {
+    auto f = host_path(root, from);
+    if (!f)
+      return f.err();
+    auto t = host_path(root, to);
+    if (!t)
+      return t.err();
+    std::error_code ec;
+    std::filesystem::rename(f.value(), t.value(), ec);
+    return errno_result(ec, from);
+  });
 }
 
 outcome<usage_info> hollow_driver::usage(const std::string& id) {

@@ -18,8 +18,11 @@
 // mtime and are seen. With more than 4,096 directories listed the cache is given up.
 //
 // exec runs no program. It understands `echo ARGS...` (prints ARGS and a newline),
-// `cat` (copies stdin), `true` and `false`; any other program exits 127 with a
-// message on stderr. Every call first waits `latency`, to model a real runtime.
+// `cat` (copies stdin), `true`, `false` and `sleep SECONDS` (waits, until its timeout or
+// a signal_exec); any other program exits 127 with a message on stderr. make_dir,
+// remove_path and rename_path work on the plain layer directory (paths checked like
+// writes; no symlink hardening: the hollow driver runs no code that could plant one).
+// Every call first waits `latency`, to model a real runtime.
 #pragma once
 
 #include "runtime/driver.hpp"
@@ -27,7 +30,9 @@
 #include "runtime/lifecycle_rules.hpp"
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -64,6 +69,13 @@ public:
                            std::uint32_t mode) override;
   outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<void> signal_exec(const std::string& id, const std::string& exec_id, int signal) override;
+  outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                         std::uint32_t mode) override;
+  outcome<void> remove_path(const std::string& id, const std::string& path,
+                            bool recursive) override;
+  outcome<void> rename_path(const std::string& id, const std::string& from,
+                            const std::string& to) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;
@@ -79,6 +91,11 @@ private:
   // True when `id` surely has no directory under sandboxes/ (the cached listing says so);
   // false when it has one or the cache cannot tell.
   bool surely_no_dir(const std::string& id) const;
+  // `sleep`: waits `for_how_long` or until signalled; the signal, 0 when none came.
+  int sleep_exec(const std::string& key, std::chrono::milliseconds for_how_long);
+  // A file change in the sandbox's layer (made if missing), after the checks of writes.
+  outcome<void> change_files(const std::string& id, const std::string& what,
+                             const std::function<outcome<void>(const std::string&)>& change);
 
   hollow_options options_;
   std::string empty_root_;
@@ -91,6 +108,10 @@ private:
   mutable std::int64_t dirs_mtime_ns_ = -1; // sandboxes/' mtime at the trusted listing
   mutable std::unordered_set<std::string> dirs_;
   mutable bool dirs_disabled_ = false; // more than 4,096 directories were listed: no cache
+
+  std::mutex sleep_mu_;
+  std::condition_variable sleep_cv_;
+  std::map<std::string, int> sleeping_; // "<id>/<exec id>" -> the signal sent, 0 while none
 };
 
 } // namespace sandboxd::runtime

@@ -89,6 +89,13 @@ public:
                            std::uint32_t mode) override;
   outcome<dir_listing> list_dir(const std::string& id, const std::string& path) override;
   outcome<file_info> stat(const std::string& id, const std::string& path) override;
+  outcome<void> signal_exec(const std::string& id, const std::string& exec_id, int signal) override;
+  outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                         std::uint32_t mode) override;
+  outcome<void> remove_path(const std::string& id, const std::string& path,
+                            bool recursive) override;
+  outcome<void> rename_path(const std::string& id, const std::string& from,
+                            const std::string& to) override;
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;

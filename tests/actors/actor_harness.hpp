@@ -109,6 +109,22 @@ public:
   runtime::outcome<runtime::file_info> stat(const std::string& id, const std::string& p) override {
     return inner_.stat(id, p);
   }
+  runtime::outcome<void> signal_exec(const std::string& id, const std::string& exec_id,
+                                     int signal) override {
+    return inner_.signal_exec(id, exec_id, signal);
+  }
+  runtime::outcome<void> make_dir(const std::string& id, const std::string& path, bool parents,
+                                  std::uint32_t mode) override {
+    return inner_.make_dir(id, path, parents, mode);
+  }
+  runtime::outcome<void> remove_path(const std::string& id, const std::string& path,
+                                     bool recursive) override {
+    return inner_.remove_path(id, path, recursive);
+  }
+  runtime::outcome<void> rename_path(const std::string& id, const std::string& from,
+                                     const std::string& to) override {
+    return inner_.rename_path(id, from, to);
+  }
   runtime::outcome<runtime::usage_info> usage(const std::string& id) override {
     return inner_.usage(id);
   }
