@@ -43,6 +43,7 @@
 
 #include "actors/command_reply.hpp"
 #include "actors/directory_stats.hpp"
+#include "actors/op_result.hpp"
 #include "actors/recovery.hpp"
 #include "actors/timer_queue.hpp"
 #include "events/event_log.hpp"
@@ -88,6 +89,8 @@ struct control_plane_options {
   std::uint64_t snapshot_every_records = 500000;
 };
 
+struct request;
+
 // Who asks for an operation: the tenant (a sandbox of another tenant is not_found), the
 // principal and the correlation id the operation's events carry.
 struct caller {
@@ -95,18 +98,6 @@ struct caller {
   std::string principal;
   std::string correlation_id;
 };
-
-// The answer to an operation: a failure (the state machine's or the driver's code and
-// message), or the value. `own_sequence` is the sequence of the operation's last event.
-template <class T>
-struct op_result {
-  std::optional<events::error> failure;
-  T value{};
-  std::uint64_t own_sequence = 0;
-  bool ok() const { return !failure.has_value(); }
-};
-template <class T>
-using op_done = std::function<void(op_result<T>)>;
 
 // One process to run in a sandbox. It sees the sandbox's environment (create's `env`),
 // overridden by its own `env`. Secret values (env_var::secret) reach the driver only; the
@@ -193,6 +184,7 @@ public:
   std::uint64_t snapshot_now();
 
 private:
+  void send(std::shared_ptr<request> r);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -20,18 +20,66 @@ bool is_live(sandbox_status s) {
   return s != sandbox_status::absent && s != sandbox_status::deleted;
 }
 
+// The outcome `interrupted` of every exec and file change of `s` in flight: sandboxd
+// stopped while the runtime ran it, so whether it took effect is unknown.
+std::vector<events::event> interrupted_outcomes(sandbox_state s, events::time_point now) {
+  std::vector<events::event> out;
+  auto record = [&](command_body body) {
+    auto d = decide(s, system_command(s, std::move(body)), now);
+    if (!d.ok())
+      throw std::logic_error("recovery: the state machine rejected an interrupted outcome of "
+                             "sandbox " +
+                             s.sandbox_id + ": " + d.failure().message);
+    for (const auto& e : d.emitted()) {
+      s = evolve(std::move(s), e);
+      out.push_back(e);
+    }
+  };
+  const auto stopped = events::make_error(
+    events::errc::unavailable,
+    "sandboxd stopped while the runtime ran it; whether it took effect is unknown");
+  for (const auto& exec_id : std::vector<std::string>(s.execs_in_flight)) {
+    cmd::exec_finished f;
+    f.exec_id = exec_id;
+    f.exit_code = -1;
+    f.outcome = events::op_outcome::interrupted;
+    f.failure = stopped;
+    record(f);
+  }
+  for (const auto& op_id : std::vector<std::string>(s.file_ops_in_flight)) {
+    events::file_op_finished f;
+    f.op_id = op_id;
+    f.outcome = events::op_outcome::interrupted;
+    f.failure = stopped;
+    // Any change command records an outcome (the kind travels in the event).
+    record(cmd::write_file{{}, f});
+  }
+  return out;
+}
+
 // Carries out the interrupted steps of one partition and appends their outcome.
 void reconcile(events::event_log& log, runtime::driver& driver, partition_view& view,
                events::time_point now, recovery_report& report,
                std::unordered_set<std::string>& reconciled) {
   std::vector<events::event> emitted;
   for (auto& [id, r] : view.sandboxes) {
-    auto step = step_in_flight(r.state);
+    // The view's state follows the log (replay_tail below); `state` is it plus what this
+    // recovery appends.
+    sandbox_state state = r.state;
+    if (!state.execs_in_flight.empty() || !state.file_ops_in_flight.empty()) {
+      auto outcomes = interrupted_outcomes(state, now);
+      report.interrupted.push_back(id);
+      reconciled.insert(id);
+      for (const auto& e : outcomes)
+        state = evolve(std::move(state), e);
+      emitted.insert(emitted.end(), outcomes.begin(), outcomes.end());
+    }
+    auto step = step_in_flight(state);
     if (!step)
       continue;
-    auto result = run_step(driver, r.state, *step);
+    auto result = run_step(driver, state, *step);
     const bool ok = !std::holds_alternative<cmd::runtime_failed>(result);
-    auto d = decide(r.state, system_command(r.state, std::move(result)), now);
+    auto d = decide(state, system_command(state, std::move(result)), now);
     if (!d.ok())
       throw std::logic_error("recovery: the state machine rejected the outcome of step " +
                              events::to_string(*step) + " of sandbox " + id + ": " +

@@ -7,6 +7,8 @@
 // - No sandbox is in a transitional state (creating, pausing, resuming, deleting): the
 //   step that a crash interrupted was carried out again (run_step is idempotent) and its
 //   outcome — finished or failed — was appended to the log as events.
+// - No exec and no file change is in flight: each one a crash interrupted got its outcome
+//   event, `interrupted` (never success: whether it took effect is unknown).
 // - Every runtime sandbox that no live sandbox owns (unknown to the log, or deleted) was
 //   removed and is named in the report.
 // Blocking: call it before the actor system takes commands, never on a CAF thread.
@@ -37,6 +39,8 @@ struct recovery_report {
   std::vector<std::string> finished; // transitional sandboxes whose step was completed
   std::vector<std::string> failed;   // transitional sandboxes whose step failed
   std::vector<std::string> orphans_removed;
+  // Sandboxes with execs or file changes in flight, each recorded as interrupted.
+  std::vector<std::string> interrupted;
   double seconds = 0;
   double replay_seconds = 0;       // snapshots loaded and tails replayed (all partitions)
   double runtime_list_seconds = 0; // driver.list(), which runs during the replay
