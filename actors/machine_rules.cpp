@@ -19,8 +19,9 @@ bool exec_in_flight(const sandbox_state& s, const std::string& exec_id) {
 }
 
 bool file_op_in_flight(const sandbox_state& s, const std::string& op_id) {
-  return std::find(s.file_ops_in_flight.begin(), s.file_ops_in_flight.end(), op_id) !=
-         s.file_ops_in_flight.end();
+  return std::find_if(s.file_ops_in_flight.begin(), s.file_ops_in_flight.end(), [&](const auto& o) {
+           return o.op_id == op_id;
+         }) != s.file_ops_in_flight.end();
 }
 
 // "paused (memory)" and the like: the status as a user would want it described.

@@ -46,9 +46,10 @@ std::vector<events::event> interrupted_outcomes(sandbox_state s, events::time_po
     f.failure = stopped;
     record(f);
   }
-  for (const auto& op_id : std::vector<std::string>(s.file_ops_in_flight)) {
+  for (const auto& op : std::vector<file_op_in_flight>(s.file_ops_in_flight)) {
     events::file_op_finished f;
-    f.op_id = op_id;
+    f.op_id = op.op_id;
+    f.kind = op.kind;
     f.outcome = events::op_outcome::interrupted;
     f.failure = stopped;
     // Any change command records an outcome (the kind travels in the event).

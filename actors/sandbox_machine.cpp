@@ -304,11 +304,11 @@ struct evolver {
   void operator()(const events::file_written&) const { touch(); }
   void operator()(const events::file_read&) const { touch(); }
   void operator()(const events::file_op_requested& p) const {
-    s.file_ops_in_flight.push_back(p.op_id);
+    s.file_ops_in_flight.push_back({p.op_id, p.kind});
     touch();
   }
   void operator()(const events::file_op_finished& p) const {
-    std::erase(s.file_ops_in_flight, p.op_id);
+    std::erase_if(s.file_ops_in_flight, [&](const auto& o) { return o.op_id == p.op_id; });
     touch();
   }
   void operator()(const events::exec_kill_requested&) const {}

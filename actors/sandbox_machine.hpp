@@ -33,6 +33,13 @@ namespace sandboxd::actors {
 using events::nanoseconds;
 using events::time_point;
 
+// A file change logged (file_op_requested) whose outcome is not logged yet.
+struct file_op_in_flight {
+  std::string op_id;
+  events::file_op_kind kind = events::file_op_kind::write;
+  bool operator==(const file_op_in_flight&) const = default;
+};
+
 // `absent` is the state before `created` (the sandbox does not exist yet).
 enum class sandbox_status : std::uint8_t {
   absent,
@@ -63,9 +70,8 @@ struct sandbox_state {
   time_point last_activity_at{}; // created, started, resumed, exec, file, snapshot, timeout
   std::vector<std::string>
     execs_in_flight; // cleared when processes end (paused fs, deleted, failed)
-  // File changes logged (file_op_requested) whose outcome is not logged yet.
-  std::vector<std::string> file_ops_in_flight;
-  std::uint64_t writable_layer_bytes = 0; // the latest paused/storage/snapshot figure
+  std::vector<file_op_in_flight> file_ops_in_flight; // kept across pauses, until the outcome
+  std::uint64_t writable_layer_bytes = 0;            // the latest paused/storage/snapshot figure
 
   // Set in status failed: the step that failed and why.
   events::runtime_step failed_step = events::runtime_step::creating;

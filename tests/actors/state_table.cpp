@@ -106,7 +106,7 @@ bool exists(const sandbox_state& s) {
 
 bool has_op(const sandbox_state& s, const std::string& id) {
   for (const auto& e : s.file_ops_in_flight)
-    if (e == id)
+    if (e.op_id == id)
       return true;
   return false;
 }

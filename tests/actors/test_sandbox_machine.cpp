@@ -82,7 +82,7 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
     {"file_change_finished",
      [](const sandbox_state& s) {
        events::file_op_finished f;
-       f.op_id = s.file_ops_in_flight.empty() ? "op-1" : s.file_ops_in_flight.front();
+       f.op_id = s.file_ops_in_flight.empty() ? "op-1" : s.file_ops_in_flight.front().op_id;
        C c{cmd::make_dir{{}, f}};
        c.needs_exec = true;
        return c;
@@ -312,8 +312,8 @@ BOOST_AUTO_TEST_CASE(file_write_on_memory_paused_sandbox_is_conflict_but_read_is
 BOOST_AUTO_TEST_CASE(a_file_change_is_in_flight_from_its_intent_to_its_outcome) {
   auto sim = build("running", false);
   must(sim, cmd::make_dir{intent("op-1", events::file_op_kind::make_dir, "/w"), {}});
-  BOOST_TEST(sim.state.file_ops_in_flight == std::vector<std::string>{"op-1"},
-             boost::test_tools::per_element());
+  BOOST_TEST((sim.state.file_ops_in_flight ==
+              std::vector<file_op_in_flight>{{"op-1", events::file_op_kind::make_dir}}));
   must(sim, cmd::pause{events::pause_mode::filesystem});
   must(sim, cmd::runtime_paused{1});
   BOOST_TEST(sim.state.file_ops_in_flight.size() == 1u, "a pause does not end a file change");

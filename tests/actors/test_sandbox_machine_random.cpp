@@ -35,7 +35,7 @@ public:
         s.execs_in_flight[pick(s.execs_in_flight.size())], 0, 0, 1s, 1, 1, false};
     if (!s.file_ops_in_flight.empty() && chance(0.05)) {
       events::file_op_finished f;
-      f.op_id = s.file_ops_in_flight[pick(s.file_ops_in_flight.size())];
+      f.op_id = s.file_ops_in_flight[pick(s.file_ops_in_flight.size())].op_id;
       return cmd::write_file{{}, f};
     }
     // One case per command; pause, resume and exec (cases 19-21) twice as likely: they lead
@@ -107,7 +107,7 @@ public:
     case 23: {
       events::file_op_finished f;
       f.op_id = !s.file_ops_in_flight.empty() && chance(0.7)
-                  ? s.file_ops_in_flight[pick(s.file_ops_in_flight.size())]
+                  ? s.file_ops_in_flight[pick(s.file_ops_in_flight.size())].op_id
                   : "op-unknown";
       return cmd::rename_path{{}, f};
     }
