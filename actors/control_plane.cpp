@@ -105,7 +105,8 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
       " driver's calls can block (a real runtime, or the hollow driver with latency or sync) "
       "and must not run on the actors' threads; leave the option off");
   m.snapshot_dir = m.options.data_dir + "/snapshots";
-  auto recovered = recover(*m.options.log, *m.options.driver, m.snapshot_dir, m.options.clock());
+  auto recovered = recover(*m.options.log, recovery_drivers{m.options.drivers, m.options.driver},
+                           m.snapshot_dir, m.options.clock());
   m.report = std::move(recovered.report);
 
   m.journal_ = std::make_unique<journal>(*m.options.log);

@@ -59,7 +59,7 @@ std::vector<events::event> interrupted_outcomes(sandbox_state s, events::time_po
 }
 
 // Carries out the interrupted steps of one partition and appends their outcome.
-void reconcile(events::event_log& log, runtime::driver& driver, partition_view& view,
+void reconcile(events::event_log& log, const recovery_drivers& drivers, partition_view& view,
                events::time_point now, recovery_report& report,
                std::unordered_set<std::string>& reconciled) {
   std::vector<events::event> emitted;
@@ -78,7 +78,11 @@ void reconcile(events::event_log& log, runtime::driver& driver, partition_view& 
     auto step = step_in_flight(state);
     if (!step)
       continue;
-    auto result = run_step(driver, state, *step);
+    auto* driver = drivers.for_kind(state.spec.runtime);
+    auto result = driver ? run_step(*driver, state, *step)
+                         : command_body{cmd::runtime_failed{
+                             "runtime " + events::to_string(state.spec.runtime) +
+                             " is not on this node; start sandboxd with it to finish the step"}};
     const bool ok = !std::holds_alternative<cmd::runtime_failed>(result);
     auto d = decide(state, system_command(state, std::move(result)), now);
     if (!d.ok())
@@ -127,15 +131,41 @@ std::string idempotency_key(const std::string& tenant, const std::string& client
   return k;
 }
 
+runtime::driver* recovery_drivers::for_kind(events::runtime_kind kind) const {
+  if (by_kind.empty())
+    return fallback;
+  auto it = by_kind.find(kind);
+  return it == by_kind.end() ? nullptr : it->second;
+}
+
+std::vector<runtime::driver*> recovery_drivers::all() const {
+  std::vector<runtime::driver*> out;
+  for (const auto& [kind, d] : by_kind)
+    if (std::find(out.begin(), out.end(), d) == out.end())
+      out.push_back(d);
+  if (out.empty() && fallback)
+    out.push_back(fallback);
+  return out;
+}
+
 recovery_outcome recover(events::event_log& log, runtime::driver& driver,
+                         const std::string& snapshot_dir, events::time_point now) {
+  return recover(log, recovery_drivers{{}, &driver}, snapshot_dir, now);
+}
+
+recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers,
                          const std::string& snapshot_dir, events::time_point now) {
   const auto started = std::chrono::steady_clock::now();
   recovery_outcome out;
-  // Listing the runtime and replaying the partitions are independent: all run at once.
+  // Listing the runtimes and replaying the partitions are independent: all run at once.
   double list_seconds = 0;
-  auto listing = std::async(std::launch::async, [&driver, &list_seconds] {
+  using listed_t =
+    std::vector<std::pair<runtime::driver*, runtime::outcome<std::vector<runtime::sandbox_info>>>>;
+  auto listing = std::async(std::launch::async, [&drivers, &list_seconds] {
     const auto began = std::chrono::steady_clock::now();
-    auto listed = driver.list();
+    listed_t listed;
+    for (auto* d : drivers.all())
+      listed.emplace_back(d, d->list());
     list_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     return listed;
   });
@@ -159,7 +189,7 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
   for (auto& view : views) {
     out.report.from_snapshot += view.from_snapshot;
     out.report.events_replayed += view.events_replayed;
-    reconcile(log, driver, view, now, out.report, reconciled);
+    reconcile(log, drivers, view, now, out.report, reconciled);
     out.sandboxes.reserve(out.sandboxes.size() + view.sandboxes.size());
     for (auto& [id, r] : view.sandboxes) {
       recovered_entry e;
@@ -175,20 +205,22 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
     }
     view.sandboxes.clear();
   }
-  auto listed = listing.get();
+  auto listings = listing.get();
   out.report.runtime_list_seconds = list_seconds;
-  if (!listed)
-    throw std::runtime_error("recovery cannot list the runtime's sandboxes: " +
-                             listed.err().message);
-  for (const auto& info : listed.value()) {
-    // A sandbox recovery itself just carried through a step is accounted for already.
-    if (owned.count(info.id) || reconciled.count(info.id))
-      continue;
-    auto removed = driver.remove(info.id);
-    if (!removed && removed.code() != runtime::errc::not_found)
-      throw std::runtime_error("recovery cannot remove orphaned runtime sandbox " + info.id + ": " +
-                               removed.err().message);
-    out.report.orphans_removed.push_back(info.id);
+  for (auto& [driver, listed] : listings) {
+    if (!listed)
+      throw std::runtime_error("recovery cannot list the " + std::string(driver->name()) +
+                               " runtime's sandboxes: " + listed.err().message);
+    for (const auto& info : listed.value()) {
+      // A sandbox recovery itself just carried through a step is accounted for already.
+      if (owned.count(info.id) || reconciled.count(info.id))
+        continue;
+      auto removed = driver->remove(info.id);
+      if (!removed && removed.code() != runtime::errc::not_found)
+        throw std::runtime_error("recovery cannot remove orphaned runtime sandbox " + info.id +
+                                 ": " + removed.err().message);
+      out.report.orphans_removed.push_back(info.id);
+    }
   }
   out.report.sandboxes = out.sandboxes.size();
   out.report.seconds =

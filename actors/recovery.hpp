@@ -19,6 +19,7 @@
 #include "runtime/driver.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,18 @@ struct recovery_outcome {
   recovery_report report;
 };
 
+// The node's drivers: by runtime kind, or `fallback` for every kind when `by_kind` is empty.
+struct recovery_drivers {
+  std::map<events::runtime_kind, runtime::driver*> by_kind;
+  runtime::driver* fallback = nullptr;
+  runtime::driver* for_kind(events::runtime_kind kind) const;
+  std::vector<runtime::driver*> all() const;
+};
+
+// A sandbox whose runtime kind has no driver here gets a failed step; every driver's
+// sandboxes are listed and its orphans removed.
+recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers,
+                         const std::string& snapshot_dir, events::time_point now);
 recovery_outcome recover(events::event_log& log, runtime::driver& driver,
                          const std::string& snapshot_dir, events::time_point now);
 
