@@ -11,12 +11,21 @@
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 
 namespace sandboxd::actors {
 
 struct actor_context {
   events::event_log* log = nullptr;
-  runtime::driver* driver = nullptr;
+  runtime::driver* driver = nullptr; // every runtime kind's, when `drivers` is empty
+  std::map<events::runtime_kind, runtime::driver*> drivers;
+  // The driver of sandboxes of `kind` (nullptr: the node has none).
+  runtime::driver* driver_for(events::runtime_kind kind) const {
+    if (drivers.empty())
+      return driver;
+    auto it = drivers.find(kind);
+    return it == drivers.end() ? nullptr : it->second;
+  }
   bool driver_never_blocks = false; // lifecycle steps and samples run on the actor's thread
   journal* journal_ = nullptr;
   worker_pool* pool = nullptr;

@@ -81,19 +81,32 @@ void control_plane::impl::run_snapshotter() {
 control_plane::control_plane(control_plane_options options) : impl_(std::make_unique<impl>()) {
   auto& m = *impl_;
   m.options = std::move(options);
+  if (!m.options.driver && !m.options.drivers.empty()) {
+    auto it = m.options.drivers.find(m.options.default_runtime);
+    if (it == m.options.drivers.end())
+      throw std::invalid_argument("control_plane: the default runtime " +
+                                  events::to_string(m.options.default_runtime) +
+                                  " is not among its drivers");
+    m.options.driver = it->second;
+  }
   if (!m.options.log || !m.options.driver || m.options.data_dir.empty())
     throw std::invalid_argument("control_plane needs a log, a driver and a data directory");
   if (!m.options.clock)
     m.options.clock = [] {
       return std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
     };
+  for (const auto& [kind, d] : m.options.drivers)
+    if (m.options.driver_never_blocks && !d->never_blocks())
+      throw std::invalid_argument("driver_never_blocks: the " + std::string(d->name()) +
+                                  " driver's calls can block; leave the option off");
   if (m.options.driver_never_blocks && !m.options.driver->never_blocks())
     throw std::invalid_argument(
       "driver_never_blocks: the " + std::string(m.options.driver->name()) +
       " driver's calls can block (a real runtime, or the hollow driver with latency or sync) "
       "and must not run on the actors' threads; leave the option off");
   m.snapshot_dir = m.options.data_dir + "/snapshots";
-  auto recovered = recover(*m.options.log, *m.options.driver, m.snapshot_dir, m.options.clock());
+  auto recovered = recover(*m.options.log, recovery_drivers{m.options.drivers, m.options.driver},
+                           m.snapshot_dir, m.options.clock());
   m.report = std::move(recovered.report);
 
   m.journal_ = std::make_unique<journal>(*m.options.log);
@@ -112,6 +125,7 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
 
   m.ctx.log = m.options.log;
   m.ctx.driver = m.options.driver;
+  m.ctx.drivers = m.options.drivers;
   m.ctx.driver_never_blocks = m.options.driver_never_blocks;
   m.ctx.journal_ = m.journal_.get();
   m.ctx.pool = m.pool.get();
@@ -167,7 +181,41 @@ control_plane::~control_plane() {
   m.system.reset();
 }
 
+namespace {
+
+// Why the node cannot make the sandbox `spec` asks for, or nullopt: its runtime kind must be
+// one the node holds, its network policy one the drivers enforce.
+std::optional<events::error> unsupported(const actor_context& ctx, const events::created& spec) {
+  if (!ctx.driver_for(spec.runtime)) {
+    std::string held;
+    for (const auto& [kind, d] : ctx.drivers)
+      held += (held.empty() ? "" : ", ") + events::to_string(kind);
+    return events::make_error(events::errc::invalid_argument,
+                              "runtime " + events::to_string(spec.runtime) +
+                                " is not on this node; use one of: " + held);
+  }
+  // runtime::network_policy: every driver enforces `none` only.
+  if (spec.network.mode != events::network_mode::none)
+    return events::make_error(events::errc::invalid_argument,
+                              "network mode " + events::to_string(spec.network.mode) +
+                                " cannot be enforced on this node; the modes that work: none");
+  return std::nullopt;
+}
+
+} // namespace
+
+void control_plane::send(std::shared_ptr<request> r) {
+  caf::anon_send(impl_->directory, cmd_atom::value, request_ptr{std::move(r)});
+}
+
 void control_plane::submit(std::string sandbox_id, command c, reply_when when, reply_fn done) {
+  if (auto* x = std::get_if<cmd::create>(&c.body))
+    if (auto why = unsupported(impl_->ctx, x->spec)) {
+      command_reply r;
+      r.failure = std::move(why);
+      done(std::move(r));
+      return;
+    }
   auto r = std::make_shared<request>();
   r->sandbox_id = std::move(sandbox_id);
   r->cmd = std::move(c);

@@ -29,10 +29,21 @@
 //   survive restarts. Blocking driver calls run on a dedicated pool, never on CAF threads
 //   (only a driver that never blocks, `driver_never_blocks`, is called on them).
 // - `reply_fn` runs on an actor's thread: it must be quick and must not block.
+//
+// Operations on a sandbox's processes and files (exec, read_file, ... below) go through the
+// sandbox's actor too: the state machine decides whether the sandbox's status allows them
+// (docs/state-machine.md), the driver of the sandbox's runtime does them on the blocking
+// pool, and the caller gets the driver's own answer. A change is logged before it reaches
+// the sandbox (exec_started, file_op_requested, exec_kill_requested) and its outcome after
+// (exec_finished, file_op_finished); a read is logged (file_read) after it was served and
+// before it is answered. Their `done` callbacks run on an actor's or a pool thread: quick,
+// never blocking. An output sink runs on the pool thread that runs the exec, in the order
+// the output arrived, and always before the exec's `done`; a slow sink slows that exec only.
 #pragma once
 
 #include "actors/command_reply.hpp"
 #include "actors/directory_stats.hpp"
+#include "actors/op_result.hpp"
 #include "actors/recovery.hpp"
 #include "actors/timer_queue.hpp"
 #include "events/event_log.hpp"
@@ -41,14 +52,22 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
+#include <vector>
 
 namespace sandboxd::actors {
 
 struct control_plane_options {
   events::event_log* log = nullptr; // not owned; outlives the control plane
+  // The node's drivers by the runtime kind a create names (`created.runtime`); not owned. A
+  // create naming a kind missing here is refused (invalid_argument naming the kinds held).
+  std::map<events::runtime_kind, runtime::driver*> drivers;
+  events::runtime_kind default_runtime = events::runtime_kind::runsc;
+  // A single driver for every runtime kind (tests, benchmarks); used when `drivers` is empty.
   runtime::driver* driver = nullptr;
   std::string data_dir;              // snapshots go to <data_dir>/snapshots
   clock_fn clock;                    // empty: the system clock
@@ -70,6 +89,32 @@ struct control_plane_options {
   std::uint64_t snapshot_every_records = 500000;
 };
 
+struct request;
+
+// Who asks for an operation: the tenant (a sandbox of another tenant is not_found), the
+// principal and the correlation id the operation's events carry.
+struct caller {
+  std::string tenant;
+  std::string principal;
+  std::string correlation_id;
+};
+
+// One process to run in a sandbox. It sees the sandbox's environment (create's `env`),
+// overridden by its own `env`. Secret values (env_var::secret) reach the driver only; the
+// log gets their names and SHA-256.
+struct exec_request {
+  std::string exec_id; // empty: the control plane chooses one (the reply names it)
+  std::vector<std::string> argv;
+  std::vector<events::env_var> env;
+  std::string cwd = "/";
+  std::optional<std::string> stdin_data;          // logged as its size and SHA-256
+  std::function<bool(std::string&)> stdin_source; // streamed stdin, pulled until false
+  std::chrono::milliseconds timeout{0};           // 0: none, it runs until it ends
+  std::uint64_t max_output_bytes = 0;             // per stream; 0: the sandbox's limit
+};
+// Receives an exec's output as it arrives (see the header comment for its thread).
+using output_sink = std::function<void(runtime::output_stream, std::string_view)>;
+
 class control_plane {
 public:
   // Recovers, then starts the actors. Throws on faults (a damaged log, a runtime that
@@ -81,7 +126,9 @@ public:
   control_plane& operator=(const control_plane&) = delete;
 
   // Sends `c` to sandbox `sandbox_id`. For a create, an empty id lets the directory choose
-  // one (the reply's state names it).
+  // one (the reply's state names it). A create's `spec.env` gives secret variables with
+  // their value: the log gets only the name and the value's SHA-256 (env_var::value_sha256),
+  // the driver gets the value. `spec.runtime` chooses the driver (control_plane_options).
   void submit(std::string sandbox_id, command c, reply_when when, reply_fn done);
 
   // submit, and wait for the reply.
@@ -93,12 +140,51 @@ public:
   // get, answered through `done` (on an actor's thread, like submit's replies).
   void query(std::string sandbox_id, std::string tenant, reply_fn done);
 
+  // --- processes ---------------------------------------------------------------------------
+  // Runs a process and answers with its result once its exec_finished is durable (exit
+  // code, signal, timed out, OOM-killed, truncated, duration, byte counts and SHA-256 of
+  // the output). `sink` (may be empty) gets the output before `done` is called.
+  void exec(std::string sandbox_id, caller who, exec_request r, output_sink sink,
+            op_done<events::exec_finished> done);
+  // Starts a background process: answered with its exec id once its exec_started is
+  // durable; its output goes to `sink` (may be empty: then only counted and hashed).
+  void start_exec(std::string sandbox_id, caller who, exec_request r, output_sink sink,
+                  op_done<std::string> done);
+  // The sandbox's execs in flight, as their exec_started events.
+  void list_execs(std::string sandbox_id, std::string tenant,
+                  op_done<std::vector<events::exec_started>> done);
+  // Answers when the exec's exec_finished is durable, at once for one that finished
+  // recently (the last results of each sandbox are kept, a bounded number); not_found for
+  // an exec id the sandbox does not know (or no longer remembers).
+  void wait_exec(std::string sandbox_id, std::string tenant, std::string exec_id,
+                 op_done<events::exec_finished> done);
+  // Sends `signal` to an exec in flight, once its exec_kill_requested is durable.
+  void kill_exec(std::string sandbox_id, caller who, std::string exec_id, int signal,
+                 op_done<events::exec_kill_requested> done);
+
+  // --- files (paths inside the sandbox's root) -----------------------------------------------
+  void read_file(std::string sandbox_id, caller who, std::string path, op_done<std::string> done);
+  // The reply's value is the file_op_finished event (bytes and SHA-256 as written).
+  void write_file(std::string sandbox_id, caller who, std::string path, std::string content,
+                  std::uint32_t mode, op_done<events::file_op_finished> done);
+  void list_dir(std::string sandbox_id, caller who, std::string path,
+                op_done<runtime::dir_listing> done);
+  void stat(std::string sandbox_id, caller who, std::string path, op_done<runtime::file_info> done);
+  void make_dir(std::string sandbox_id, caller who, std::string path, bool parents,
+                std::uint32_t mode, op_done<events::file_op_finished> done);
+  // A file, or a directory: an empty one, or with its contents when `recursive`.
+  void remove_path(std::string sandbox_id, caller who, std::string path, bool recursive,
+                   op_done<events::file_op_finished> done);
+  void rename_path(std::string sandbox_id, caller who, std::string from, std::string to,
+                   op_done<events::file_op_finished> done);
+
   const recovery_report& recovery() const;
   directory_stats stats();
   // Brings every partition's snapshot up to the log's end now. Returns records replayed.
   std::uint64_t snapshot_now();
 
 private:
+  void send(std::shared_ptr<request> r);
   struct impl;
   std::unique_ptr<impl> impl_;
 };

@@ -20,18 +20,71 @@ bool is_live(sandbox_status s) {
   return s != sandbox_status::absent && s != sandbox_status::deleted;
 }
 
+// The outcome `interrupted` of every exec and file change of `s` in flight: sandboxd
+// stopped while the runtime ran it, so whether it took effect is unknown.
+std::vector<events::event> interrupted_outcomes(sandbox_state s, events::time_point now) {
+  std::vector<events::event> out;
+  auto record = [&](command_body body) {
+    auto d = decide(s, system_command(s, std::move(body)), now);
+    if (!d.ok())
+      throw std::logic_error("recovery: the state machine rejected an interrupted outcome of "
+                             "sandbox " +
+                             s.sandbox_id + ": " + d.failure().message);
+    for (const auto& e : d.emitted()) {
+      s = evolve(std::move(s), e);
+      out.push_back(e);
+    }
+  };
+  const auto stopped = events::make_error(
+    events::errc::unavailable,
+    "sandboxd stopped while the runtime ran it; whether it took effect is unknown");
+  for (const auto& exec_id : std::vector<std::string>(s.execs_in_flight)) {
+    cmd::exec_finished f;
+    f.exec_id = exec_id;
+    f.exit_code = -1;
+    f.outcome = events::op_outcome::interrupted;
+    f.failure = stopped;
+    record(f);
+  }
+  for (const auto& op : std::vector<file_op_in_flight>(s.file_ops_in_flight)) {
+    events::file_op_finished f;
+    f.op_id = op.op_id;
+    f.kind = op.kind;
+    f.outcome = events::op_outcome::interrupted;
+    f.failure = stopped;
+    // Any change command records an outcome (the kind travels in the event).
+    record(cmd::write_file{{}, f});
+  }
+  return out;
+}
+
 // Carries out the interrupted steps of one partition and appends their outcome.
-void reconcile(events::event_log& log, runtime::driver& driver, partition_view& view,
+void reconcile(events::event_log& log, const recovery_drivers& drivers, partition_view& view,
                events::time_point now, recovery_report& report,
                std::unordered_set<std::string>& reconciled) {
   std::vector<events::event> emitted;
   for (auto& [id, r] : view.sandboxes) {
-    auto step = step_in_flight(r.state);
+    // The view's state follows the log (replay_tail below); `state` is it plus what this
+    // recovery appends.
+    sandbox_state state = r.state;
+    if (!state.execs_in_flight.empty() || !state.file_ops_in_flight.empty()) {
+      auto outcomes = interrupted_outcomes(state, now);
+      report.interrupted.push_back(id);
+      reconciled.insert(id);
+      for (const auto& e : outcomes)
+        state = evolve(std::move(state), e);
+      emitted.insert(emitted.end(), outcomes.begin(), outcomes.end());
+    }
+    auto step = step_in_flight(state);
     if (!step)
       continue;
-    auto result = run_step(driver, r.state, *step);
+    auto* driver = drivers.for_kind(state.spec.runtime);
+    auto result = driver ? run_step(*driver, state, *step)
+                         : command_body{cmd::runtime_failed{
+                             "runtime " + events::to_string(state.spec.runtime) +
+                             " is not on this node; start sandboxd with it to finish the step"}};
     const bool ok = !std::holds_alternative<cmd::runtime_failed>(result);
-    auto d = decide(r.state, system_command(r.state, std::move(result)), now);
+    auto d = decide(state, system_command(state, std::move(result)), now);
     if (!d.ok())
       throw std::logic_error("recovery: the state machine rejected the outcome of step " +
                              events::to_string(*step) + " of sandbox " + id + ": " +
@@ -78,15 +131,41 @@ std::string idempotency_key(const std::string& tenant, const std::string& client
   return k;
 }
 
+runtime::driver* recovery_drivers::for_kind(events::runtime_kind kind) const {
+  if (by_kind.empty())
+    return fallback;
+  auto it = by_kind.find(kind);
+  return it == by_kind.end() ? nullptr : it->second;
+}
+
+std::vector<runtime::driver*> recovery_drivers::all() const {
+  std::vector<runtime::driver*> out;
+  for (const auto& [kind, d] : by_kind)
+    if (std::find(out.begin(), out.end(), d) == out.end())
+      out.push_back(d);
+  if (out.empty() && fallback)
+    out.push_back(fallback);
+  return out;
+}
+
 recovery_outcome recover(events::event_log& log, runtime::driver& driver,
+                         const std::string& snapshot_dir, events::time_point now) {
+  return recover(log, recovery_drivers{{}, &driver}, snapshot_dir, now);
+}
+
+recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers,
                          const std::string& snapshot_dir, events::time_point now) {
   const auto started = std::chrono::steady_clock::now();
   recovery_outcome out;
-  // Listing the runtime and replaying the partitions are independent: all run at once.
+  // Listing the runtimes and replaying the partitions are independent: all run at once.
   double list_seconds = 0;
-  auto listing = std::async(std::launch::async, [&driver, &list_seconds] {
+  using listed_t =
+    std::vector<std::pair<runtime::driver*, runtime::outcome<std::vector<runtime::sandbox_info>>>>;
+  auto listing = std::async(std::launch::async, [&drivers, &list_seconds] {
     const auto began = std::chrono::steady_clock::now();
-    auto listed = driver.list();
+    listed_t listed;
+    for (auto* d : drivers.all())
+      listed.emplace_back(d, d->list());
     list_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
     return listed;
   });
@@ -110,7 +189,7 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
   for (auto& view : views) {
     out.report.from_snapshot += view.from_snapshot;
     out.report.events_replayed += view.events_replayed;
-    reconcile(log, driver, view, now, out.report, reconciled);
+    reconcile(log, drivers, view, now, out.report, reconciled);
     out.sandboxes.reserve(out.sandboxes.size() + view.sandboxes.size());
     for (auto& [id, r] : view.sandboxes) {
       recovered_entry e;
@@ -126,20 +205,22 @@ recovery_outcome recover(events::event_log& log, runtime::driver& driver,
     }
     view.sandboxes.clear();
   }
-  auto listed = listing.get();
+  auto listings = listing.get();
   out.report.runtime_list_seconds = list_seconds;
-  if (!listed)
-    throw std::runtime_error("recovery cannot list the runtime's sandboxes: " +
-                             listed.err().message);
-  for (const auto& info : listed.value()) {
-    // A sandbox recovery itself just carried through a step is accounted for already.
-    if (owned.count(info.id) || reconciled.count(info.id))
-      continue;
-    auto removed = driver.remove(info.id);
-    if (!removed && removed.code() != runtime::errc::not_found)
-      throw std::runtime_error("recovery cannot remove orphaned runtime sandbox " + info.id + ": " +
-                               removed.err().message);
-    out.report.orphans_removed.push_back(info.id);
+  for (auto& [driver, listed] : listings) {
+    if (!listed)
+      throw std::runtime_error("recovery cannot list the " + std::string(driver->name()) +
+                               " runtime's sandboxes: " + listed.err().message);
+    for (const auto& info : listed.value()) {
+      // A sandbox recovery itself just carried through a step is accounted for already.
+      if (owned.count(info.id) || reconciled.count(info.id))
+        continue;
+      auto removed = driver->remove(info.id);
+      if (!removed && removed.code() != runtime::errc::not_found)
+        throw std::runtime_error("recovery cannot remove orphaned runtime sandbox " + info.id +
+                                 ": " + removed.err().message);
+      out.report.orphans_removed.push_back(info.id);
+    }
   }
   out.report.sandboxes = out.sandboxes.size();
   out.report.seconds =

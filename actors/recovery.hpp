@@ -7,6 +7,8 @@
 // - No sandbox is in a transitional state (creating, pausing, resuming, deleting): the
 //   step that a crash interrupted was carried out again (run_step is idempotent) and its
 //   outcome — finished or failed — was appended to the log as events.
+// - No exec and no file change is in flight: each one a crash interrupted got its outcome
+//   event, `interrupted` (never success: whether it took effect is unknown).
 // - Every runtime sandbox that no live sandbox owns (unknown to the log, or deleted) was
 //   removed and is named in the report.
 // Blocking: call it before the actor system takes commands, never on a CAF thread.
@@ -17,6 +19,7 @@
 #include "runtime/driver.hpp"
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,8 @@ struct recovery_report {
   std::vector<std::string> finished; // transitional sandboxes whose step was completed
   std::vector<std::string> failed;   // transitional sandboxes whose step failed
   std::vector<std::string> orphans_removed;
+  // Sandboxes with execs or file changes in flight, each recorded as interrupted.
+  std::vector<std::string> interrupted;
   double seconds = 0;
   double replay_seconds = 0;       // snapshots loaded and tails replayed (all partitions)
   double runtime_list_seconds = 0; // driver.list(), which runs during the replay
@@ -47,6 +52,18 @@ struct recovery_outcome {
   recovery_report report;
 };
 
+// The node's drivers: by runtime kind, or `fallback` for every kind when `by_kind` is empty.
+struct recovery_drivers {
+  std::map<events::runtime_kind, runtime::driver*> by_kind;
+  runtime::driver* fallback = nullptr;
+  runtime::driver* for_kind(events::runtime_kind kind) const;
+  std::vector<runtime::driver*> all() const;
+};
+
+// A sandbox whose runtime kind has no driver here gets a failed step; every driver's
+// sandboxes are listed and its orphans removed.
+recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers,
+                         const std::string& snapshot_dir, events::time_point now);
 recovery_outcome recover(events::event_log& log, runtime::driver& driver,
                          const std::string& snapshot_dir, events::time_point now);
 

@@ -3,9 +3,11 @@
 #pragma once
 
 #include "actors/command_reply.hpp"
+#include "actors/operation.hpp"
 #include "actors/sandbox_machine.hpp"
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -22,6 +24,9 @@ struct request {
   std::optional<events::runtime_step> step;
   std::uint64_t entered = 0;
   std::uint64_t own_sequence = 0; // of the command's own last event, once decided
+  // An operation on processes or files (operation.hpp): answered through it, not `done`.
+  std::shared_ptr<operation> op;
+  bool outcome = false; // the command records the operation's outcome (answer once durable)
 };
 
 } // namespace sandboxd::actors

@@ -30,7 +30,8 @@ bool half_made(runtime::driver& d, const std::string& id) {
 
 } // namespace
 
-runtime::create_request create_request_of(const sandbox_state& s) {
+std::optional<runtime::create_request> create_request_of(const sandbox_state& s,
+                                                         const secret_values& secrets) {
   runtime::create_request r;
   r.id = s.sandbox_id;
   r.template_name = s.spec.template_name;
@@ -40,6 +41,19 @@ runtime::create_request create_request_of(const sandbox_state& s) {
     r.limits.cpu_millis = s.spec.limits.cpu_millicores;
   if (s.spec.limits.pids)
     r.limits.pids = s.spec.limits.pids;
+  r.limits.disk_bytes = std::uint64_t{s.spec.limits.disk_mib} << 20;
+  r.network = s.spec.network.mode == events::network_mode::none ? runtime::network_policy::none
+                                                                : runtime::network_policy::outbound;
+  for (const auto& v : s.spec.env) {
+    if (!v.secret) {
+      r.env.emplace_back(v.name, v.value);
+      continue;
+    }
+    auto it = secrets.find(v.name);
+    if (it == secrets.end())
+      return std::nullopt;
+    r.env.emplace_back(v.name, it->second);
+  }
   return r;
 }
 
@@ -51,11 +65,17 @@ command system_command(const sandbox_state& s, command_body body) {
   return c;
 }
 
-command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step) {
+command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step,
+                      const secret_values& secrets) {
   const std::string& id = s.sandbox_id;
   switch (step) {
   case events::runtime_step::creating: {
-    const auto request = create_request_of(s);
+    const auto made = create_request_of(s, secrets);
+    if (!made)
+      return cmd::runtime_failed{"the values of its secret env variables were lost in a restart "
+                                 "of sandboxd before the sandbox was made (the log keeps only "
+                                 "their hashes); delete it and create it again"};
+    const auto& request = *made;
     auto c = d.create(request);
     if (!c && c.code() == runtime::errc::conflict && half_made(d, id)) {
       // Half made by a create a crash interrupted: remove the remains and create afresh.

@@ -21,21 +21,38 @@
 #include "actors/sandbox_machine.hpp"
 #include "runtime/driver.hpp"
 
+#include <map>
+#include <memory>
 #include <optional>
+#include <string>
 
 namespace sandboxd::actors {
 
 // A runtime call finished: `body` reports it. `step` is the lifecycle step it was for
 // (nullopt for exec and storage samples, which are not lifecycle steps).
+struct operation;
 struct runtime_result {
   std::optional<events::runtime_step> step;
   command_body body;
+  // An operation's driver call (body unused): the operation and what the call produced.
+  std::shared_ptr<operation> op;
+  std::optional<command_body> op_record;
+  std::optional<events::error> op_failure;
 };
 
-command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step);
+// The values of a sandbox's secret env variables by name (the log holds only their hashes):
+// known to the actor that took the create, lost in a restart.
+using secret_values = std::map<std::string, std::string>;
 
-// The runtime's create request for a sandbox's spec.
-runtime::create_request create_request_of(const sandbox_state& s);
+// A create step of a sandbox with secret env variables whose values are not in `secrets`
+// fails (the values cannot be recovered from the log).
+command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step,
+                      const secret_values& secrets = {});
+
+// The runtime's create request for a sandbox's spec (secret values from `secrets`); empty
+// when a secret's value is missing there.
+std::optional<runtime::create_request> create_request_of(const sandbox_state& s,
+                                                         const secret_values& secrets = {});
 
 // A command from the system (runtime results, timers): principal "system", the sandbox's
 // tenant.

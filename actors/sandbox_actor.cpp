@@ -109,6 +109,8 @@ void answer_query(sandbox_actor_state& st, const std::shared_ptr<request>& r) {
     reply(st, r,
           events::make_error(events::errc::not_found,
                              "sandbox " + st.id + " does not exist; check the sandbox id"));
+  else if (r->op && r->op->inspect)
+    r->op->inspect(st.execs);
   else
     reply(st, r, std::nullopt);
 }
@@ -136,7 +138,7 @@ sandbox_actor_handle::behavior_type sandbox_actor(actor_t self, actor_context* c
   if (timers_scheduled) {
     // The timer queue already holds the deadlines derived from this state.
     const auto d = next_deadlines(st.s);
-    st.armed = {d.idle, d.lifetime, d.retention, std::nullopt};
+    st.armed = {d.idle, d.lifetime, d.retention, std::nullopt, d.timeout};
   }
   self->set_default_handler(caf::drop);
   self->set_error_handler([](caf::error&) {});

@@ -98,6 +98,9 @@ struct sandbox_actor_state {
   std::uint64_t entered = 0;    // sequence of the event that entered the current status
   std::uint64_t issued_for = 0; // `entered` when the current step's call was issued
   std::uint64_t execs_running = 0;
+  std::uint64_t ops_running = 0; // file operations and kills on the pool
+  exec_table execs;
+  secret_values secrets; // of the create this actor took (never logged)
   bool sampling = false;
   std::array<std::optional<events::time_point>, k_timer_kinds> armed;
   events::time_point sample_due{};
@@ -151,6 +154,10 @@ void go_broken(sandbox_actor_state& st, const std::string& why);
 // --- the runtime (sandbox_steps.cpp) --------------------------------------------------------
 
 void start_step(sandbox_actor_state& st);
+runtime::driver* driver_of(const sandbox_actor_state& st);
+// The intent of `req`'s operation is durable (or the read admitted): its driver call starts.
+void launch_op(sandbox_actor_state& st, const std::shared_ptr<request>& req);
+// An exec accepted without an operation (a plain cmd::exec): run in the background.
 void start_exec(sandbox_actor_state& st, const events::exec_started& e);
 void start_sample(sandbox_actor_state& st);
 void on_result(sandbox_actor_state& st, runtime_result& r);

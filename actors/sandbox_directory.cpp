@@ -79,11 +79,13 @@ void route(directory_t self, request_ptr& r) {
   auto it = st.sandboxes.find(req.sandbox_id);
   if (it == st.sandboxes.end()) {
     if (!create) {
-      if (req.done)
-        req.done(command_reply{
-          events::make_error(events::errc::not_found,
-                             "sandbox " + req.sandbox_id + " does not exist; check the sandbox id"),
-          {}});
+      auto missing = events::make_error(events::errc::not_found, "sandbox " + req.sandbox_id +
+                                                                   " does not exist; check the "
+                                                                   "sandbox id");
+      if (req.op)
+        req.op->answer(std::move(missing), 0);
+      else if (req.done)
+        req.done(command_reply{std::move(missing), {}});
       return;
     }
     it = st.sandboxes.emplace(req.sandbox_id, directory_entry{}).first;
@@ -124,6 +126,8 @@ directory_handle spawn_sandbox_directory(caf::actor_system& sys, actor_context* 
         ctx->timers->schedule(*r.due.lifetime, r.sandbox_id, timer_kind::lifetime);
       if (r.due.retention)
         ctx->timers->schedule(*r.due.retention, r.sandbox_id, timer_kind::retention);
+      if (r.due.timeout)
+        ctx->timers->schedule(*r.due.timeout, r.sandbox_id, timer_kind::timeout);
       if (ctx->sample_interval.count() > 0 &&
           (r.status == sandbox_status::running || r.status == sandbox_status::paused))
         ctx->timers->schedule(now + ctx->sample_interval, r.sandbox_id, timer_kind::sample);

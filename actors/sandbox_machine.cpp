@@ -2,8 +2,11 @@
 // One file on purpose: decide and evolve are two halves of one table, read side by side.
 #include "actors/sandbox_machine.hpp"
 
+#include "actors/machine_rules.hpp"
+
 #include <algorithm>
 #include <stdexcept>
+#include <type_traits>
 
 namespace sandboxd::actors {
 
@@ -43,7 +46,7 @@ sandbox_state initial_state(std::string sandbox_id) {
 
 // command_body lists the commands in command_kind order.
 static_assert(std::variant_size_v<command_body> ==
-              static_cast<std::size_t>(events::command_kind::retention_timer) + 1);
+              static_cast<std::size_t>(events::command_kind::timeout_timer) + 1);
 
 events::command_kind kind_of(const command_body& body) {
   return static_cast<events::command_kind>(body.index());
@@ -51,59 +54,12 @@ events::command_kind kind_of(const command_body& body) {
 
 namespace {
 
-bool exists(status s) {
-  return s != status::absent && s != status::deleted;
-}
-
-bool in_flight(const sandbox_state& s, const std::string& exec_id) {
-  return std::find(s.execs_in_flight.begin(), s.execs_in_flight.end(), exec_id) !=
-         s.execs_in_flight.end();
-}
-
-// "paused (memory)" and the like: the status as a user would want it described.
-std::string describe(const sandbox_state& s) {
-  std::string d(to_string(s.status));
-  if (s.status == status::paused || s.status == status::pausing)
-    d += " (" + events::to_string(s.pause_mode) + ")";
-  return d;
-}
-
-// What to do when the command does not fit the current status.
-std::string advice(const sandbox_state& s) {
-  switch (s.status) {
-  case status::creating:
-    return "wait until it is running";
-  case status::pausing:
-    return "wait until it is paused";
-  case status::resuming:
-    return "wait until it is running";
-  case status::deleting:
-    return "it is being deleted";
-  case status::paused:
-    return "resume it first";
-  case status::running:
-    return "pause it first";
-  case status::failed:
-    return "delete it and create a new one";
-  default:
-    return "create a new sandbox";
-  }
-}
-
-error conflict(const sandbox_state& s, std::string_view action, std::string what_to_do = {}) {
-  return events::make_error(errc::conflict, "sandbox " + s.sandbox_id + " is " + describe(s) +
-                                              "; cannot " + std::string(action) + "; " +
-                                              (what_to_do.empty() ? advice(s) : what_to_do));
-}
-
-error invalid(const sandbox_state& s, std::string what) {
-  return events::make_error(errc::invalid_argument,
-                            "sandbox " + s.sandbox_id + ": " + std::move(what));
-}
+using namespace rules;
 
 // Empty when the timeouts are acceptable.
 std::string check_timeouts(const events::sandbox_timeouts& t) {
-  if (t.idle_timeout.count() < 0 || t.max_lifetime.count() < 0 || t.paused_retention.count() < 0)
+  if (t.idle_timeout.count() < 0 || t.max_lifetime.count() < 0 || t.paused_retention.count() < 0 ||
+      t.timeout.count() < 0)
     return "timeouts must not be negative; use 0 for none";
   if (static_cast<unsigned>(t.on_idle) > 1 || static_cast<unsigned>(t.idle_pause_mode) > 1)
     return "unknown idle action or pause mode; use pause/delete and filesystem/memory";
@@ -121,64 +77,25 @@ std::string check_spec(const events::created& spec) {
   return check_timeouts(spec.timeouts);
 }
 
-// Empty when `path` is absolute, has no ".." component and no NUL byte.
-std::string check_path(const std::string& path) {
-  if (path.empty() || path.front() != '/')
-    return "path \"" + path + "\" is not absolute; give a path starting with /";
-  if (path.find('\0') != std::string::npos)
-    return "path contains a NUL byte";
-  std::size_t start = 0;
-  while (start <= path.size()) {
-    std::size_t end = path.find('/', start);
-    if (end == std::string::npos)
-      end = path.size();
-    if (path.compare(start, end - start, "..") == 0)
-      return "path \"" + path + "\" has a \"..\" component; give a normalized path";
-    start = end + 1;
-  }
-  return {};
-}
-
-// Builds the events of one accepted command, numbering them densely.
-class emitter {
-public:
-  emitter(const sandbox_state& s, const command& c, time_point now) : s_(s), c_(c), now_(now) {}
-
-  emitter& add(events::payload p) {
-    events::event e;
-    e.sequence = s_.sequence + out_.size() + 1;
-    e.sandbox_id = s_.sandbox_id;
-    e.event_id = s_.sandbox_id + ":" + std::to_string(e.sequence);
-    e.tenant = s_.status == status::absent ? c_.tenant : s_.tenant;
-    e.principal = c_.principal;
-    e.occurred_at = now_;
-    e.correlation_id = c_.correlation_id;
-    e.causation_id = c_.causation_id;
-    e.body = std::move(p);
-    out_.push_back(std::move(e));
-    return *this;
-  }
-
-  decision done() { return decision{std::move(out_)}; }
-
-private:
-  const sandbox_state& s_;
-  const command& c_;
-  time_point now_;
-  std::vector<events::event> out_;
-};
-
-decision reject(error e) {
-  return decision{std::move(e)};
-}
+template <class T, class... Ts>
+constexpr bool one_of = (std::is_same_v<T, Ts> || ...);
+template <class T>
+constexpr bool is_operation =
+  one_of<T, cmd::exec, cmd::kill_exec, cmd::exec_finished, cmd::read_file, cmd::list_dir,
+         cmd::stat_path, cmd::write_file, cmd::make_dir, cmd::remove_path, cmd::rename_path>;
 
 struct decider {
   const sandbox_state& s;
   const command& c;
   time_point now;
 
-  decision accept(events::payload p) const { return emitter(s, c, now).add(std::move(p)).done(); }
-  decision accept_nothing() const { return decision{std::vector<events::event>{}}; }
+  decision accept(events::payload p) const { return rules::accept(s, c, now, std::move(p)); }
+
+  // exec, kill_exec, exec_finished and the file operations: sandbox_operations.cpp.
+  template <class Op>
+  requires is_operation<Op> decision operator()(const Op&) const {
+    return decide_operation(s, c, now);
+  }
 
   decision operator()(const cmd::create& x) const {
     if (s.status == status::absent) {
@@ -186,7 +103,9 @@ struct decider {
         return reject(invalid(s, "create needs the caller's tenant"));
       if (auto why = check_spec(x.spec); !why.empty())
         return reject(invalid(s, why));
-      return accept(x.spec);
+      auto spec = x.spec;
+      spec.env = loggable(std::move(spec.env)); // secrets reach the driver, never the log
+      return accept(std::move(spec));
     }
     if (!x.spec.client_request_id.empty() && x.spec.client_request_id == s.spec.client_request_id)
       return accept_nothing(); // a retried create: the sandbox it made is the answer
@@ -216,47 +135,16 @@ struct decider {
     return accept(events::delete_requested{events::delete_reason::user});
   }
 
-  decision operator()(const cmd::exec& x) const {
-    if (s.status != status::running)
-      return reject(
-        conflict(s, "exec", s.status == status::paused ? "resume it before exec" : std::string{}));
-    if (x.exec_id.empty() || in_flight(s, x.exec_id))
-      return reject(invalid(s, "exec id \"" + x.exec_id +
-                                 "\" is empty or already running; use a new unique id"));
-    if (x.argv.empty() || x.argv.front().empty())
-      return reject(invalid(s, "exec needs a program; give argv[0]"));
-    if (x.timeout.count() < 0)
-      return reject(invalid(s, "exec timeout is negative; use 0 for none"));
-    return accept(events::exec_started{x.exec_id, x.argv, x.working_directory, x.timeout});
-  }
-
-  decision operator()(const cmd::read_file& x) const {
-    if (s.status != status::running && s.status != status::paused)
-      return reject(conflict(s, "read a file"));
-    if (auto why = check_path(x.path); !why.empty())
-      return reject(invalid(s, why));
-    return accept(events::file_read{x.path, x.bytes});
-  }
-
-  decision operator()(const cmd::write_file& x) const {
-    bool writable = s.status == status::running ||
-                    (s.status == status::paused && s.pause_mode == events::pause_mode::filesystem);
-    if (!writable)
-      return reject(conflict(s, "write a file",
-                             s.status == status::paused
-                               ? "its memory is frozen; resume it, or pause in filesystem mode"
-                               : ""));
-    if (auto why = check_path(x.path); !why.empty())
-      return reject(invalid(s, why));
-    return accept(events::file_written{x.path, x.bytes, x.sha256});
-  }
-
   decision operator()(const cmd::set_timeout& x) const {
     if (s.status == status::deleting)
       return reject(conflict(s, "change its timeouts"));
     if (auto why = check_timeouts(x.timeouts); !why.empty())
       return reject(invalid(s, why));
-    return accept(events::timeout_changed{x.timeouts});
+    auto t = x.timeouts;
+    // While running, a timeout counts from now: the run time so far plus the one asked for.
+    if (s.status == status::running && t.timeout.count() > 0)
+      t.timeout += now - s.status_since;
+    return accept(events::timeout_changed{t});
   }
 
   decision operator()(const cmd::snapshot& x) const {
@@ -295,14 +183,6 @@ struct decider {
     return accept(events::failed{*step, x.reason});
   }
 
-  decision operator()(const cmd::exec_finished& x) const {
-    if (!in_flight(s, x.exec_id))
-      return reject(events::make_error(errc::not_found, "exec \"" + x.exec_id +
-                                                          "\" is not running in sandbox " +
-                                                          s.sandbox_id + "; ignore the result"));
-    return accept(x);
-  }
-
   decision operator()(const cmd::storage_sampled& x) const { return accept(x); }
 
   decision timer(const std::optional<time_point>& deadline, std::string_view what,
@@ -311,13 +191,19 @@ struct decider {
       return reject(conflict(s, what, "the timer is not due; re-arm it from next_deadlines"));
     return accept(std::move(p));
   }
-  decision operator()(const cmd::idle_timer&) const {
+  // The idle action: delete, or pause in the idle pause mode.
+  decision idle_action(const std::optional<time_point>& deadline, std::string_view what) const {
     const auto& t = s.spec.timeouts;
     if (t.on_idle == events::idle_action::delete_sandbox)
-      return timer(next_deadlines(s).idle, "idle out",
-                   events::delete_requested{events::delete_reason::idle_timeout});
-    return timer(next_deadlines(s).idle, "idle out",
+      return timer(deadline, what, events::delete_requested{events::delete_reason::idle_timeout});
+    return timer(deadline, what,
                  events::pause_requested{t.idle_pause_mode, events::pause_reason::idle_timeout});
+  }
+  decision operator()(const cmd::idle_timer&) const {
+    return idle_action(next_deadlines(s).idle, "idle out");
+  }
+  decision operator()(const cmd::timeout_timer&) const {
+    return idle_action(next_deadlines(s).timeout, "end its run time");
   }
   decision operator()(const cmd::lifetime_timer&) const {
     return timer(next_deadlines(s).lifetime, "end its lifetime",
@@ -406,7 +292,9 @@ struct evolver {
     enter(s, status::failed, e.occurred_at);
   }
   void operator()(const events::exec_started& p) const {
-    s.execs_in_flight.push_back(p.exec_id);
+    if (std::find(s.execs_in_flight.begin(), s.execs_in_flight.end(), p.exec_id) ==
+        s.execs_in_flight.end())
+      s.execs_in_flight.push_back(p.exec_id);
     touch();
   }
   void operator()(const events::exec_finished& p) const {
@@ -415,8 +303,14 @@ struct evolver {
   }
   void operator()(const events::file_written&) const { touch(); }
   void operator()(const events::file_read&) const { touch(); }
-  void operator()(const events::file_op_requested&) const { touch(); }
-  void operator()(const events::file_op_finished&) const { touch(); }
+  void operator()(const events::file_op_requested& p) const {
+    s.file_ops_in_flight.push_back({p.op_id, p.kind});
+    touch();
+  }
+  void operator()(const events::file_op_finished& p) const {
+    std::erase_if(s.file_ops_in_flight, [&](const auto& o) { return o.op_id == p.op_id; });
+    touch();
+  }
   void operator()(const events::exec_kill_requested&) const {}
   void operator()(const events::storage_sampled& p) const {
     s.writable_layer_bytes = p.writable_layer_bytes;
@@ -456,6 +350,8 @@ deadlines next_deadlines(const sandbox_state& s) {
     d.lifetime = s.created_at + t.max_lifetime;
   if (s.status == status::paused && t.paused_retention.count() > 0)
     d.retention = s.status_since + t.paused_retention;
+  if (s.status == status::running && t.timeout.count() > 0)
+    d.timeout = s.status_since + t.timeout; // status_since: the last start or resume
   return d;
 }
 

@@ -33,6 +33,13 @@ namespace sandboxd::actors {
 using events::nanoseconds;
 using events::time_point;
 
+// A file change logged (file_op_requested) whose outcome is not logged yet.
+struct file_op_in_flight {
+  std::string op_id;
+  events::file_op_kind kind = events::file_op_kind::write;
+  bool operator==(const file_op_in_flight&) const = default;
+};
+
 // `absent` is the state before `created` (the sandbox does not exist yet).
 enum class sandbox_status : std::uint8_t {
   absent,
@@ -62,8 +69,9 @@ struct sandbox_state {
   time_point status_since{};     // when the current status was entered
   time_point last_activity_at{}; // created, started, resumed, exec, file, snapshot, timeout
   std::vector<std::string>
-    execs_in_flight;                      // cleared when processes end (paused fs, deleted, failed)
-  std::uint64_t writable_layer_bytes = 0; // the latest paused/storage/snapshot figure
+    execs_in_flight; // cleared when processes end (paused fs, deleted, failed)
+  std::vector<file_op_in_flight> file_ops_in_flight; // kept across pauses, until the outcome
+  std::uint64_t writable_layer_bytes = 0;            // the latest paused/storage/snapshot figure
 
   // Set in status failed: the step that failed and why.
   events::runtime_step failed_step = events::runtime_step::creating;
@@ -88,20 +96,45 @@ struct pause {
 };
 struct resume {};
 struct remove {}; // delete
+// An exec's intent (exec_started). A secret env value is replaced by its SHA-256 before it
+// is logged (decide does it); its value travels to the driver beside the command.
 struct exec {
   std::string exec_id; // unique among the sandbox's execs in flight
   std::vector<std::string> argv;
   std::string working_directory;
-  nanoseconds timeout{0};
+  nanoseconds timeout{0}; // 0: none
+  std::vector<events::env_var> env;
+  std::uint64_t stdin_bytes = 0;
+  std::optional<events::sha256_digest> stdin_sha256;
+  std::uint64_t max_output_bytes = 0;
+  bool background = false;
 };
-struct read_file {
-  std::string path; // absolute, no ".." component
-  std::uint64_t bytes = 0;
+// A read of the sandbox's files (paths absolute, no ".." component). Without `served` it
+// asks whether the read may be served now (accepted with no event); with `served` (a
+// system command, after the driver answered) it records the read as `file_read`.
+template <events::command_kind K>
+struct file_query {
+  std::string path;
+  std::optional<events::file_read> served;
 };
-struct write_file {
-  std::string path; // absolute, no ".." component
-  std::uint64_t bytes = 0;
-  events::sha256_digest sha256{};
+using read_file = file_query<events::command_kind::read_file>;
+using list_dir = file_query<events::command_kind::list_dir>;
+using stat_path = file_query<events::command_kind::stat_path>;
+// A change of the sandbox's files: without `finished`, its intent (file_op_requested,
+// `op.kind` must match the command); with `finished` (a system command, after the driver
+// answered) its outcome (file_op_finished).
+template <events::command_kind K>
+struct file_change {
+  events::file_op_requested op;
+  std::optional<events::file_op_finished> finished;
+};
+using write_file = file_change<events::command_kind::write_file>;
+using make_dir = file_change<events::command_kind::make_dir>;
+using remove_path = file_change<events::command_kind::remove_path>;
+using rename_path = file_change<events::command_kind::rename_path>;
+struct kill_exec {
+  std::string exec_id;
+  std::int32_t signal = 9;
 };
 struct set_timeout {
   events::sandbox_timeouts timeouts; // the complete new settings
@@ -128,15 +161,18 @@ using storage_sampled = events::storage_sampled;
 struct idle_timer {};
 struct lifetime_timer {};
 struct retention_timer {};
+struct timeout_timer {}; // the run time allowed since the last start or resume is over
 
 } // namespace cmd
 
+// In command_kind order (kind_of is the index).
 using command_body =
   std::variant<cmd::create, cmd::pause, cmd::resume, cmd::remove, cmd::exec, cmd::read_file,
                cmd::write_file, cmd::set_timeout, cmd::snapshot, cmd::runtime_started,
                cmd::runtime_paused, cmd::runtime_resumed, cmd::runtime_deleted, cmd::runtime_failed,
                cmd::exec_finished, cmd::storage_sampled, cmd::idle_timer, cmd::lifetime_timer,
-               cmd::retention_timer>;
+               cmd::retention_timer, cmd::make_dir, cmd::remove_path, cmd::rename_path,
+               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer>;
 
 struct command {
   std::string tenant;    // of the caller; becomes the sandbox's tenant on create
@@ -171,11 +207,13 @@ sandbox_state evolve(sandbox_state s, const events::event& e);
 // The instants at which the timers should fire; empty when the timer does not apply:
 // idle: running, an idle timeout set and no exec in flight: last activity + idle timeout;
 // lifetime: a maximum lifetime set and not deleting/deleted: created + max lifetime;
-// retention: paused and a retention set: paused since + retention.
+// retention: paused and a retention set: paused since + retention;
+// timeout: running and a timeout set: running since (the last start or resume) + timeout.
 struct deadlines {
   std::optional<time_point> idle;
   std::optional<time_point> lifetime;
   std::optional<time_point> retention;
+  std::optional<time_point> timeout;
 };
 deadlines next_deadlines(const sandbox_state& s);
 

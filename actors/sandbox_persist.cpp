@@ -14,6 +14,30 @@ bool stale(const sandbox_actor_state& st, const request& r) {
   return r.step && (step_in_flight(st.pending) != r.step || st.entered != r.entered);
 }
 
+// A decided command's events are durable (or it emitted none): answer it, hold it until the
+// sandbox settles, or start its operation's driver call.
+void conclude(sandbox_actor_state& st, reply_to& r) {
+  if (r.req->op && !r.failure && !r.req->outcome) {
+    launch_op(st, r.req);
+    return;
+  }
+  if (!r.failure && r.req->when == reply_when::settled && step_in_flight(st.s))
+    st.settling.push_back(r.req);
+  else
+    reply(std::move(r.after), r.req, std::move(r.failure));
+}
+
+// The secret values of a create about to be decided: kept for the runtime's create only.
+void keep_secrets(sandbox_actor_state& st, const command& c) {
+  const auto* x = std::get_if<cmd::create>(&c.body);
+  if (!x || st.pending.status != sandbox_status::absent)
+    return;
+  st.secrets.clear();
+  for (const auto& v : x->spec.env)
+    if (v.secret && !v.value.empty())
+      st.secrets[v.name] = v.value;
+}
+
 } // namespace
 
 bool is_system(const command& c) {
@@ -22,6 +46,11 @@ bool is_system(const command& c) {
 
 void reply(sandbox_state&& s, const std::shared_ptr<request>& req,
            std::optional<events::error> failure) {
+  if (req->op) {
+    const auto seq = failure ? 0 : req->own_sequence;
+    req->op->answer(std::move(failure), seq);
+    return;
+  }
   if (!req->done)
     return;
   command_reply r;
@@ -35,7 +64,7 @@ void reply(sandbox_state&& s, const std::shared_ptr<request>& req,
 
 void reply(sandbox_actor_state& st, const std::shared_ptr<request>& req,
            std::optional<events::error> failure) {
-  if (!req->done)
+  if (!req->done && !req->op)
     return;
   const bool failed = failure.has_value();
   reply(failed ? sandbox_state{} : sandbox_state(st.s), req, std::move(failure));
@@ -75,15 +104,27 @@ void apply_durable(sandbox_actor_state& st, const std::vector<events::event>& ev
   st.offsets.insert(st.offsets.end(), offsets.begin(), offsets.end());
   for (const auto& e : evs) {
     if (auto* x = std::get_if<events::exec_started>(&e.body))
-      start_exec(st, *x);
+      st.execs.started(*x);
+    if (auto* x = std::get_if<events::exec_finished>(&e.body))
+      st.execs.finished(*x, e.sequence);
     if (std::holds_alternative<events::storage_sampled>(e.body))
       st.sample_due = e.occurred_at + st.ctx->sample_interval;
   }
+  // Execs whose processes a filesystem pause, a delete or a failure ended.
+  st.execs.forget_except(
+    st.s.execs_in_flight,
+    events::make_error(events::errc::conflict,
+                       "sandbox " + st.id + " is " + std::string(to_string(st.s.status)) +
+                         ": its processes ended before the exec's result was recorded"));
   for (auto& r : replies) {
-    if (!r.failure && r.req->when == reply_when::settled && step_in_flight(st.s))
-      st.settling.push_back(r.req);
-    else
-      reply(std::move(r.after), r.req, std::move(r.failure));
+    // A plain exec (no operation): answered at exec_started, run in the background.
+    if (!r.failure && !r.req->op)
+      if (auto* x = std::get_if<cmd::exec>(&r.req->cmd.body))
+        for (const auto& e : evs)
+          if (auto* started = std::get_if<events::exec_started>(&e.body);
+              started && started->exec_id == x->exec_id)
+            start_exec(st, *started);
+    conclude(st, r);
   }
 }
 
@@ -194,10 +235,14 @@ void pump(sandbox_actor_state& st) {
     }
     if (stale(st, *req))
       continue;
+    keep_secrets(st, c);
     auto d = decide(st.pending, c, now);
     if (!d.ok()) {
-      if (is_system(c))
+      if (is_system(c)) {
+        if (req->op) // an operation's outcome the sandbox no longer takes
+          req->op->answer(d.failure(), 0);
         continue;
+      }
       if (auto rej = rejection_event(st.pending, c, d.failure(), now)) {
         st.pending = evolve(std::move(st.pending), *rej);
         req->own_sequence = st.pending.sequence;
@@ -220,10 +265,8 @@ void pump(sandbox_actor_state& st) {
     auto replies = std::move(st.batch_replies);
     st.batch_replies.clear();
     for (auto& r : replies) {
-      if (!r.failure && r.req->when == reply_when::settled && step_in_flight(st.s))
-        st.settling.push_back(r.req);
-      else
-        reply(st, r.req, r.failure);
+      r.after = st.s; // accepted without events: the durable state is the answer
+      conclude(st, r);
     }
     return;
   }

@@ -25,59 +25,95 @@ void start_step(sandbox_actor_state& st) {
     return;
   st.issued_for = st.entered;
   st.call_in_flight = step;
-  if (st.ctx->driver_never_blocks) {
-    // The step's result is handled as if it had come back from the pool at once.
-    runtime_result r{step, run_step(*st.ctx->driver, st.s, *step)};
+  auto* d = driver_of(st);
+  if (!d) {
+    runtime_result r{step, cmd::runtime_failed{"runtime " + events::to_string(st.s.spec.runtime) +
+                                               " is not on this node"}};
     on_result(st, r);
     return;
   }
-  st.ctx->pool->post([ctx = st.ctx, mail = st.mail, snapshot = st.s, step = *step] {
-    mail->result({step, run_step(*ctx->driver, snapshot, step)});
+  if (st.ctx->driver_never_blocks) {
+    // The step's result is handled as if it had come back from the pool at once.
+    runtime_result r{step, run_step(*d, st.s, *step, st.secrets)};
+    on_result(st, r);
+    return;
+  }
+  st.ctx->pool->post([d, mail = st.mail, snapshot = st.s, step = *step, secrets = st.secrets] {
+    mail->result({step, run_step(*d, snapshot, step, secrets)});
+  });
+}
+
+runtime::driver* driver_of(const sandbox_actor_state& st) {
+  return st.ctx->driver_for(st.s.spec.runtime);
+}
+
+void launch_op(sandbox_actor_state& st, const std::shared_ptr<request>& req) {
+  auto op = req->op;
+  if (op->started)
+    op->started(std::nullopt, req->own_sequence);
+  ++(op->is_exec ? st.execs_running : st.ops_running);
+  op->correlation_id = req->cmd.correlation_id;
+  op->causation_id = req->own_sequence > 0 ? st.id + ":" + std::to_string(req->own_sequence) : "";
+  st.ctx->pool->post([d = driver_of(st), mail = st.mail, id = st.id, op] {
+    runtime_result r;
+    r.op = op;
+    if (!d) {
+      r.op_failure = events::make_error(events::errc::unavailable,
+                                        "sandbox " + id + ": its runtime is not on this node");
+    } else {
+      auto step = op->run(*d, id);
+      r.op_record = std::move(step.record);
+      r.op_failure = std::move(step.failure);
+    }
+    mail->result(std::move(r));
   });
 }
 
 void start_exec(sandbox_actor_state& st, const events::exec_started& e) {
-  ++st.execs_running;
-  st.ctx->pool->post([ctx = st.ctx, mail = st.mail, id = st.id, e] {
-    runtime::exec_request r;
-    r.argv = e.argv;
-    if (!e.working_directory.empty())
-      r.cwd = e.working_directory;
-    if (e.timeout.count() > 0)
-      r.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(e.timeout);
-    const auto began = std::chrono::steady_clock::now();
-    auto res = ctx->driver->exec(id, r);
-    cmd::exec_finished f;
-    f.exec_id = e.exec_id;
-    f.duration = std::chrono::steady_clock::now() - began;
-    if (res) {
-      f.exit_code = res->exit_code;
-      f.signal = res->signal;
-      f.timed_out = res->timed_out;
-      f.stdout_bytes = res->stdout_data.size();
-      f.stderr_bytes = res->stderr_data.size();
-    } else {
-      f.exit_code = -1;
-    }
-    mail->result({std::nullopt, f});
-  });
+  auto req = std::make_shared<request>();
+  runtime::exec_request r;
+  r.exec_id = e.exec_id;
+  r.argv = e.argv;
+  for (const auto& v : e.env)
+    r.env.emplace_back(v.name, v.value);
+  r.cwd = e.working_directory.empty() ? "/" : e.working_directory;
+  r.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(e.timeout);
+  r.max_output_bytes = e.max_output_bytes;
+  req->op = exec_operation(std::move(r));
+  req->cmd.correlation_id = "";
+  launch_op(st, req);
 }
 
 void start_sample(sandbox_actor_state& st) {
   if (st.sampling)
     return;
   st.sampling = true;
+  auto* d = driver_of(st);
+  if (!d)
+    return;
   if (st.ctx->driver_never_blocks) {
-    auto r = take_sample(*st.ctx->driver, st.id);
+    auto r = take_sample(*d, st.id);
     on_result(st, r);
     return;
   }
-  st.ctx->pool->post(
-    [ctx = st.ctx, mail = st.mail, id = st.id] { mail->result(take_sample(*ctx->driver, id)); });
+  st.ctx->pool->post([d, mail = st.mail, id = st.id] { mail->result(take_sample(*d, id)); });
 }
 
 void on_result(sandbox_actor_state& st, runtime_result& r) {
-  if (r.step) {
+  if (r.op) {
+    --(r.op->is_exec ? st.execs_running : st.ops_running);
+    if (r.op_record) {
+      r.op->outcome = *r.op_record;
+      auto req = system_request(st.s, std::move(*r.op_record));
+      req->cmd.correlation_id = r.op->correlation_id;
+      req->cmd.causation_id = r.op->causation_id;
+      req->op = std::move(r.op);
+      req->outcome = true;
+      st.queue.push_front(std::move(req));
+    } else {
+      r.op->answer(std::move(r.op_failure), 0);
+    }
+  } else if (r.step) {
     st.call_in_flight.reset();
     if (step_in_flight(st.s) != r.step) {
       return; // stale: the sandbox moved on (e.g. a delete overtook a pause)
@@ -88,9 +124,6 @@ void on_result(sandbox_actor_state& st, runtime_result& r) {
     req->step = r.step;
     req->entered = st.entered;
     st.queue.push_front(std::move(req));
-  } else if (std::holds_alternative<cmd::exec_finished>(r.body)) {
-    --st.execs_running;
-    st.queue.push_front(system_request(st.s, std::move(r.body)));
   } else {
     st.sampling = false;
     st.sample_due = st.ctx->clock() + st.ctx->sample_interval;

@@ -10,8 +10,8 @@ bool passivatable(const sandbox_actor_state& st) {
   const bool idle_status = status == sandbox_status::paused || status == sandbox_status::deleted ||
                            status == sandbox_status::absent || status == sandbox_status::failed;
   return idle_status && st.queue.empty() && !st.persisting && !st.call_in_flight &&
-         st.execs_running == 0 && !st.sampling && st.settling.empty() && !st.broken &&
-         !st.unresolved && st.retry.empty();
+         st.execs_running == 0 && st.ops_running == 0 && !st.sampling && st.settling.empty() &&
+         !st.broken && !st.unresolved && st.retry.empty();
 }
 
 void arm_timers(sandbox_actor_state& st) {
@@ -19,7 +19,7 @@ void arm_timers(sandbox_actor_state& st) {
     return; // a firing could not be recorded now; armed again once the log takes appends
   const auto d = next_deadlines(st.s);
   std::array<std::optional<events::time_point>, k_timer_kinds> want{d.idle, d.lifetime, d.retention,
-                                                                    std::nullopt};
+                                                                    std::nullopt, d.timeout};
   if (st.ctx->sample_interval.count() > 0 &&
       (st.s.status == sandbox_status::running || st.s.status == sandbox_status::paused))
     want[static_cast<std::size_t>(timer_kind::sample)] = st.sample_due;
@@ -51,6 +51,9 @@ void on_timer(sandbox_actor_state& st, timer_kind kind, events::time_point deadl
     break;
   case timer_kind::retention:
     st.queue.push_back(system_request(st.s, cmd::retention_timer{}));
+    break;
+  case timer_kind::timeout:
+    st.queue.push_back(system_request(st.s, cmd::timeout_timer{}));
     break;
   case timer_kind::retry:
     break;

@@ -73,6 +73,12 @@ void encode_state(const recovered_sandbox& r, std::string& out) {
   put_u64(out, r.offsets.size());
   for (auto o : r.offsets)
     put_u64(out, static_cast<std::uint64_t>(o));
+  // Fields added later follow the offsets: a snapshot written before them ends here.
+  put_u64(out, s.file_ops_in_flight.size());
+  for (const auto& o : s.file_ops_in_flight) {
+    put_str(out, o.op_id);
+    put_u64(out, static_cast<std::uint64_t>(o.kind));
+  }
 }
 
 std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
@@ -111,6 +117,16 @@ std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
   r.offsets.reserve(offsets);
   for (std::uint64_t i = 0; i < offsets; ++i)
     r.offsets.push_back(static_cast<std::int64_t>(in.u64()));
+  if (in.ok && !in.in.empty()) {
+    const auto ops = in.u64();
+    if (!in.ok || ops > in.in.size() / 8)
+      return std::nullopt;
+    for (std::uint64_t i = 0; i < ops && in.ok; ++i) {
+      auto op_id = in.str();
+      s.file_ops_in_flight.push_back(
+        {std::move(op_id), static_cast<events::file_op_kind>(in.u64())});
+    }
+  }
   if (!in.ok || !in.in.empty())
     return std::nullopt;
   return r;

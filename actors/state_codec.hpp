@@ -2,8 +2,9 @@
 // (docs/actors.md, "Snapshot format").
 //
 // Guarantees: decode_state(encode_state(x)) == x for every state; decoding bytes that are
-// not an encoded state returns nullopt, never crashes. The creation spec is stored as an
-// encoded `created` event, so it follows the event schema's compatibility rules.
+// not an encoded state returns nullopt, never crashes. A state written before a field was
+// added (the fields after the offsets) still decodes, with that field empty. The creation spec is
+// stored as an encoded `created` event, so it follows the event schema's compatibility rules.
 #pragma once
 
 #include "actors/sandbox_machine.hpp"

@@ -34,9 +34,10 @@ enum class timer_kind : std::uint8_t {
   lifetime = 1,
   retention = 2,
   sample = 3,
-  retry = 4
+  timeout = 4,
+  retry = 5
 };
-inline constexpr std::size_t k_timer_kinds = 4;
+inline constexpr std::size_t k_timer_kinds = 5;
 
 class timer_queue {
 public:

@@ -197,9 +197,15 @@ void node::start() {
     part = "control plane";
     actors::control_plane_options o = config_.plane;
     o.log = log_.get();
-    o.driver = &runtimes_->default_driver();
+    o.driver = nullptr; // the default kind's, among all of the node's drivers
+    o.drivers.clear();
+    o.driver_never_blocks = true;
+    for (auto kind : runtimes_->kinds()) {
+      o.drivers[kind] = runtimes_->find(kind);
+      o.driver_never_blocks = o.driver_never_blocks && o.drivers[kind]->never_blocks();
+    }
+    o.default_runtime = runtimes_->default_kind();
     o.data_dir = *dir_ / "control";
-    o.driver_never_blocks = o.driver->never_blocks();
     plane_ = std::make_unique<actors::control_plane>(o);
     const auto& rec = plane_->recovery();
     spdlog::info("control plane: recovered {} sandboxes in {:.2f} s ({} events replayed, {} "

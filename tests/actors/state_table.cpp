@@ -87,8 +87,8 @@ bool path_ok(const std::string& p) {
 
 bool timeouts_ok(const events::sandbox_timeouts& t) {
   return t.idle_timeout.count() >= 0 && t.max_lifetime.count() >= 0 &&
-         t.paused_retention.count() >= 0 && static_cast<int>(t.on_idle) <= 1 &&
-         static_cast<int>(t.idle_pause_mode) <= 1;
+         t.paused_retention.count() >= 0 && t.timeout.count() >= 0 &&
+         static_cast<int>(t.on_idle) <= 1 && static_cast<int>(t.idle_pause_mode) <= 1;
 }
 
 bool spec_ok(const events::created& spec) {
@@ -102,6 +102,43 @@ bool spec_ok(const events::created& spec) {
 
 bool exists(const sandbox_state& s) {
   return s.status != sandbox_status::absent && s.status != sandbox_status::deleted;
+}
+
+bool has_op(const sandbox_state& s, const std::string& id) {
+  for (const auto& e : s.file_ops_in_flight)
+    if (e.op_id == id)
+      return true;
+  return false;
+}
+
+template <events::command_kind K>
+std::string read_input(const cmd::file_query<K>& x) {
+  if (x.served)
+    return "read_served";
+  return path_ok(x.path) ? "read_file" : "read_file_invalid";
+}
+
+events::file_op_kind op_kind_for(events::command_kind k) {
+  switch (k) {
+  case events::command_kind::make_dir:
+    return events::file_op_kind::make_dir;
+  case events::command_kind::remove_path:
+    return events::file_op_kind::remove;
+  case events::command_kind::rename_path:
+    return events::file_op_kind::rename;
+  default:
+    return events::file_op_kind::write;
+  }
+}
+
+template <events::command_kind K>
+std::string change_input(const sandbox_state& s, const cmd::file_change<K>& x) {
+  if (x.finished)
+    return has_op(s, x.finished->op_id) ? "file_change_finished" : "file_change_finished_unknown";
+  const auto& op = x.op;
+  bool ok = !op.op_id.empty() && !has_op(s, op.op_id) && op.kind == op_kind_for(K) &&
+            path_ok(op.path) && (op.kind != events::file_op_kind::rename || path_ok(op.to_path));
+  return ok ? "file_change" : "file_change_invalid";
 }
 
 bool has_exec(const sandbox_state& s, const std::string& id) {
@@ -198,11 +235,22 @@ std::string input_of(const sandbox_state& s, const command_body& c, time_point n
                   !x.argv[0].empty() && x.timeout.count() >= 0;
         return ok ? "exec" : "exec_invalid";
       },
-      [&](const cmd::read_file& x) -> std::string {
-        return path_ok(x.path) ? "read_file" : "read_file_invalid";
+      [&](const cmd::read_file& x) -> std::string { return read_input(x); },
+      [&](const cmd::list_dir& x) -> std::string { return read_input(x); },
+      [&](const cmd::stat_path& x) -> std::string { return read_input(x); },
+      [&](const cmd::write_file& x) -> std::string { return change_input(s, x); },
+      [&](const cmd::make_dir& x) -> std::string { return change_input(s, x); },
+      [&](const cmd::remove_path& x) -> std::string { return change_input(s, x); },
+      [&](const cmd::rename_path& x) -> std::string { return change_input(s, x); },
+      [&](const cmd::kill_exec& x) -> std::string {
+        return has_exec(s, x.exec_id) ? "kill_exec" : "kill_exec_unknown";
       },
-      [&](const cmd::write_file& x) -> std::string {
-        return path_ok(x.path) ? "write_file" : "write_file_invalid";
+      [&](const cmd::timeout_timer&) -> std::string {
+        bool applies = s.status == sandbox_status::running && t.timeout.count() > 0;
+        if (!due(applies, s.status_since + t.timeout))
+          return "timeout_timer_early";
+        return t.on_idle == events::idle_action::delete_sandbox ? "timeout_timer_delete"
+                                                                : "timeout_timer_pause";
       },
       [&](const cmd::set_timeout& x) -> std::string {
         return timeouts_ok(x.timeouts) ? "set_timeout" : "set_timeout_invalid";

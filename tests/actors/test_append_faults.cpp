@@ -330,7 +330,7 @@ BOOST_AUTO_TEST_CASE(recovery_appends_the_outcome_of_an_interrupted_step_again) 
           BOOST_REQUIRE(w.log->append({{e.sandbox_id, ev::encode(e)}}).get().ok());
         }
       }
-      BOOST_REQUIRE(w.hollow.create(ac::create_request_of(s)).ok());
+      BOOST_REQUIRE(w.hollow.create(ac::create_request_of(s).value()).ok());
       BOOST_REQUIRE(w.hollow.start(s.sandbox_id).ok());
       w.log->fail_next(fault);
       w.log->fail_next(fault);

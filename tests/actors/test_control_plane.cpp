@@ -534,7 +534,7 @@ BOOST_AUTO_TEST_CASE(interrupted_steps_are_finished_and_orphans_removed) {
   append(deleting, cmd::runtime_started{}, true);
   append(deleting, cmd::remove{}, false);
   for (auto* s : {&pausing, &deleting}) {
-    BOOST_REQUIRE(w.hollow.create(ac::create_request_of(*s)).ok());
+    BOOST_REQUIRE(w.hollow.create(ac::create_request_of(*s).value()).ok());
     BOOST_REQUIRE(w.hollow.start(s->sandbox_id).ok());
   }
   runtime::create_request orphan;

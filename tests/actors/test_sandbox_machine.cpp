@@ -23,7 +23,17 @@ struct input_case {
   bool late = false;        // sent long after every deadline (ten years on)
   bool needs_exec = false;  // the state is built with an exec in flight
   bool idle_delete = false; // the sandbox's idle action is delete
+  bool run_timeout = false; // the sandbox has a run-time timeout (sandbox_timeouts::timeout)
 };
+
+events::file_op_requested intent(std::string op_id, events::file_op_kind kind, std::string path) {
+  events::file_op_requested r;
+  r.op_id = std::move(op_id);
+  r.kind = kind;
+  r.path = std::move(path);
+  r.bytes = 12;
+  return r;
+}
 
 const std::map<std::string, std::function<input_case(const sandbox_state&)>>& input_cases() {
   using C = input_case;
@@ -50,20 +60,62 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
      }},
     {"read_file",
      [](auto&) {
-       return C{cmd::read_file{"/work/a.txt", 12}};
+       return C{cmd::read_file{"/work/a.txt", std::nullopt}};
      }},
     {"read_file_invalid",
      [](auto&) {
-       return C{cmd::read_file{"work/a.txt", 12}};
+       return C{cmd::list_dir{"work", std::nullopt}};
      }},
-    {"write_file",
+    {"read_served",
      [](auto&) {
-       return C{cmd::write_file{"/work/a.txt", 12, {1, 2, 3}}};
+       events::file_read served{"/work/a.txt", 12};
+       return C{cmd::stat_path{"/work/a.txt", served}};
      }},
-    {"write_file_invalid",
+    {"file_change",
      [](auto&) {
-       return C{cmd::write_file{"/work/../etc/passwd", 12, {1, 2, 3}}};
+       return C{cmd::write_file{intent("op-2", events::file_op_kind::write, "/work/a.txt"), {}}};
      }},
+    {"file_change_invalid",
+     [](auto&) {
+       return C{cmd::remove_path{intent("op-2", events::file_op_kind::remove, "/work/../etc"), {}}};
+     }},
+    {"file_change_finished",
+     [](const sandbox_state& s) {
+       events::file_op_finished f;
+       f.op_id = s.file_ops_in_flight.empty() ? "op-1" : s.file_ops_in_flight.front().op_id;
+       C c{cmd::make_dir{{}, f}};
+       c.needs_exec = true;
+       return c;
+     }},
+    {"file_change_finished_unknown",
+     [](auto&) {
+       events::file_op_finished f;
+       f.op_id = "op-9";
+       return C{cmd::rename_path{{}, f}};
+     }},
+    {"kill_exec",
+     [](const sandbox_state& s) {
+       C c{cmd::kill_exec{s.execs_in_flight.empty() ? "exec-1" : s.execs_in_flight.front(), 9}};
+       c.needs_exec = true;
+       return c;
+     }},
+    {"kill_exec_unknown",
+     [](auto&) {
+       return C{cmd::kill_exec{"exec-9", 9}};
+     }},
+    {"timeout_timer_pause",
+     [](auto&) {
+       C c{cmd::timeout_timer{}, true};
+       c.run_timeout = true;
+       return c;
+     }},
+    {"timeout_timer_delete",
+     [](auto&) {
+       C c{cmd::timeout_timer{}, true, false, true};
+       c.run_timeout = true;
+       return c;
+     }},
+    {"timeout_timer_early", [](auto&) { return C{cmd::timeout_timer{}}; }},
     {"set_timeout",
      [](auto&) {
        return C{cmd::set_timeout{
@@ -136,8 +188,10 @@ machine_sim build(const std::string& column, bool with_exec) {
   must(sim, cmd::create{canonical_spec()});
   if (column != "creating") {
     must(sim, cmd::runtime_started{});
-    if (with_exec)
+    if (with_exec) {
       must(sim, cmd::exec{"exec-1", {"sleep", "100"}, "/", 0s});
+      must(sim, cmd::write_file{intent("op-1", events::file_op_kind::write, "/a"), {}});
+    }
   }
   if (column == "failed") {
     must(sim, cmd::runtime_failed{"container exited"});
@@ -190,6 +244,8 @@ BOOST_AUTO_TEST_CASE(every_input_in_every_state_matches_the_table) {
         auto in = input_cases().at(row)(sim.state);
         if (in.idle_delete)
           sim.state.spec.timeouts.on_idle = events::idle_action::delete_sandbox;
+        if (in.run_timeout)
+          sim.state.spec.timeouts.timeout = 2h;
         auto now = in.late ? sim.now + std::chrono::hours(24 * 365 * 10) : sim.now;
         const auto& expected = table().at(row, column);
 
@@ -241,13 +297,78 @@ BOOST_AUTO_TEST_CASE(exec_on_paused_sandbox_is_conflict_and_says_to_resume) {
 
 BOOST_AUTO_TEST_CASE(file_write_on_memory_paused_sandbox_is_conflict_but_read_is_served) {
   auto sim = build("paused_mem", false);
-  auto w = sim.apply(cmd::write_file{"/a", 1, {}});
+  auto w = sim.apply(cmd::write_file{intent("op-1", events::file_op_kind::write, "/a"), {}});
   BOOST_REQUIRE(!w.ok());
   BOOST_TEST((w.failure().code == events::errc::conflict));
-  auto r = sim.apply(cmd::read_file{"/a", 1});
+  auto admitted = sim.apply(cmd::read_file{"/a", std::nullopt});
+  BOOST_REQUIRE(admitted.ok());
+  BOOST_TEST(admitted.emitted().empty(), "a read is logged once served, not when admitted");
+  auto r = sim.apply(cmd::read_file{"/a", events::file_read{"/a", 1}});
   BOOST_REQUIRE(r.ok());
   BOOST_TEST((std::get<events::file_read>(r.emitted().at(0).body).path == "/a"));
   BOOST_TEST((sim.state.status == sandbox_status::paused));
+}
+
+BOOST_AUTO_TEST_CASE(a_file_change_is_in_flight_from_its_intent_to_its_outcome) {
+  auto sim = build("running", false);
+  must(sim, cmd::make_dir{intent("op-1", events::file_op_kind::make_dir, "/w"), {}});
+  BOOST_TEST((sim.state.file_ops_in_flight ==
+              std::vector<file_op_in_flight>{{"op-1", events::file_op_kind::make_dir}}));
+  must(sim, cmd::pause{events::pause_mode::filesystem});
+  must(sim, cmd::runtime_paused{1});
+  BOOST_TEST(sim.state.file_ops_in_flight.size() == 1u, "a pause does not end a file change");
+  events::file_op_finished f;
+  f.op_id = "op-1";
+  f.kind = events::file_op_kind::make_dir;
+  must(sim, cmd::make_dir{{}, f});
+  BOOST_TEST(sim.state.file_ops_in_flight.empty());
+  auto again = sim.apply(cmd::make_dir{{}, f});
+  BOOST_TEST((!again.ok() && again.failure().code == events::errc::not_found));
+}
+
+BOOST_AUTO_TEST_CASE(secret_env_values_are_logged_only_as_their_hash) {
+  machine_sim sim;
+  auto spec = canonical_spec();
+  spec.env = {{"PLAIN", "visible", false, std::nullopt}, {"TOKEN", "s3cr3t", true, std::nullopt}};
+  must(sim, cmd::create{spec});
+  const auto& logged = std::get<events::created>(sim.log.back().body).env;
+  BOOST_REQUIRE_EQUAL(logged.size(), 2u);
+  BOOST_TEST(logged[0].value == "visible");
+  BOOST_TEST(logged[1].value.empty());
+  BOOST_TEST((logged[1].value_sha256 == sha256_of("s3cr3t")));
+  BOOST_TEST(events::encode(sim.log.back()).find("s3cr3t") == std::string::npos);
+  must(sim, cmd::runtime_started{});
+  cmd::exec x{"e1", {"env"}, "/", 0s};
+  x.env = {{"EXEC_SECRET", "hunter2", true, std::nullopt}};
+  must(sim, x);
+  BOOST_TEST(events::encode(sim.log.back()).find("hunter2") == std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(run_timeout_counts_from_the_last_start_or_resume_and_set_timeout_moves_it) {
+  machine_sim sim;
+  auto spec = canonical_spec();
+  spec.timeouts.timeout = 10min;
+  must(sim, cmd::create{spec});
+  sim.now += 1min;
+  must(sim, cmd::runtime_started{});
+  const auto started_at = sim.log.back().occurred_at;
+  BOOST_REQUIRE(next_deadlines(sim.state).timeout.has_value());
+  BOOST_TEST((*next_deadlines(sim.state).timeout == started_at + 10min));
+  // Seven minutes in, a new timeout of 20 minutes ends the run 20 minutes from now.
+  sim.now = started_at + 7min;
+  auto t = sim.state.spec.timeouts;
+  t.timeout = 20min;
+  must(sim, cmd::set_timeout{t});
+  BOOST_TEST((*next_deadlines(sim.state).timeout == started_at + 27min));
+  sim.now = started_at + 26min;
+  auto early = sim.apply(cmd::timeout_timer{});
+  BOOST_TEST((!early.ok() && early.failure().code == events::errc::conflict));
+  sim.now = started_at + 27min;
+  auto fired = sim.apply(cmd::timeout_timer{});
+  BOOST_REQUIRE(fired.ok());
+  BOOST_TEST((std::get<events::pause_requested>(fired.emitted().at(0).body).reason ==
+              events::pause_reason::idle_timeout));
+  BOOST_TEST(!next_deadlines(sim.state).timeout.has_value(), "no run timeout while pausing");
 }
 
 BOOST_AUTO_TEST_CASE(retried_create_returns_the_sandbox_without_new_events) {

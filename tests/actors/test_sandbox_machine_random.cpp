@@ -33,9 +33,24 @@ public:
     if (!s.execs_in_flight.empty() && chance(0.1))
       return cmd::exec_finished{
         s.execs_in_flight[pick(s.execs_in_flight.size())], 0, 0, 1s, 1, 1, false};
+    if (!s.file_ops_in_flight.empty() && chance(0.05)) {
+      events::file_op_finished f;
+      f.op_id = s.file_ops_in_flight[pick(s.file_ops_in_flight.size())].op_id;
+      return cmd::write_file{{}, f};
+    }
     // One case per command; pause, resume and exec (cases 19-21) twice as likely: they lead
     // to the rarest cells (an exec in flight across a memory pause and resume).
-    switch (pick(22)) {
+    // The file operations and kills added cases; pause, resume and exec keep their share.
+    if (chance(0.12))
+      switch (pick(3)) {
+      case 0:
+        return cmd::pause{mode(), events::pause_reason::user};
+      case 1:
+        return cmd::resume{};
+      default:
+        return cmd::exec{one_of<std::string>({"x1", "x2", "x3"}), {"ls"}, "/", 5s};
+      }
+    switch (pick(26)) {
     case 0:
       return create();
     case 1:
@@ -52,9 +67,9 @@ public:
                        chance(0.1) ? std::vector<std::string>{} : std::vector<std::string>{"ls"},
                        "/", chance(0.05) ? -1s : 5s};
     case 5:
-      return cmd::read_file{path(), 10};
+      return read(path());
     case 6:
-      return cmd::write_file{path(), 10, {}};
+      return change();
     case 7:
       return cmd::set_timeout{timeouts()};
     case 8:
@@ -80,7 +95,22 @@ public:
     case 16:
       return cmd::idle_timer{};
     case 17:
-      return cmd::lifetime_timer{};
+      return chance(0.5) ? command_body{cmd::lifetime_timer{}} : command_body{cmd::timeout_timer{}};
+    case 22:
+    case 24:
+    case 25: { // kill_exec thrice as likely: an exec across a memory pause and resume is rare
+      std::string id = !s.execs_in_flight.empty() && chance(0.7)
+                         ? s.execs_in_flight[pick(s.execs_in_flight.size())]
+                         : one_of<std::string>({"x1", "x9"});
+      return cmd::kill_exec{id, 9};
+    }
+    case 23: {
+      events::file_op_finished f;
+      f.op_id = !s.file_ops_in_flight.empty() && chance(0.7)
+                  ? s.file_ops_in_flight[pick(s.file_ops_in_flight.size())].op_id
+                  : "op-unknown";
+      return cmd::rename_path{{}, f};
+    }
     default:
       return cmd::retention_timer{};
     }
@@ -106,6 +136,44 @@ private:
   }
   std::string path() { return one_of<std::string>({"/w/a", "/w/b", "w/a", "/w/../a", "/"}); }
 
+  // A read: admitted, or (as after the driver served it) recorded.
+  command_body read(std::string p) {
+    std::optional<events::file_read> served;
+    if (chance(0.3))
+      served = events::file_read{p, 10};
+    switch (pick(3)) {
+    case 0:
+      return cmd::read_file{p, served};
+    case 1:
+      return cmd::list_dir{p, served};
+    default:
+      return cmd::stat_path{p, served};
+    }
+  }
+
+  // A file change's intent, with a fresh id (or, rarely, an empty one).
+  command_body change() {
+    events::file_op_requested op;
+    op.op_id = chance(0.05) ? "" : "op-" + std::to_string(++ops_);
+    op.path = path();
+    switch (pick(4)) {
+    case 0:
+      op.kind = events::file_op_kind::write;
+      return cmd::write_file{op, {}};
+    case 1:
+      op.kind = events::file_op_kind::make_dir;
+      return cmd::make_dir{op, {}};
+    case 2:
+      op.kind = events::file_op_kind::remove;
+      return cmd::remove_path{op, {}};
+    default:
+      op.kind = events::file_op_kind::rename;
+      op.to_path = path();
+      return cmd::rename_path{op, {}};
+    }
+  }
+  std::uint64_t ops_ = 0;
+
   events::sandbox_timeouts timeouts() {
     events::sandbox_timeouts t;
     t.idle_timeout = one_of<nanoseconds>({0s, 60s, 300s});
@@ -114,6 +182,7 @@ private:
     t.idle_pause_mode = mode();
     t.max_lifetime = chance(0.15) ? -1s : one_of<nanoseconds>({0s, 1h, 3h});
     t.paused_retention = one_of<nanoseconds>({0s, 30min, 2h});
+    t.timeout = one_of<nanoseconds>({0s, 0s, 1h});
     return t;
   }
 
