@@ -117,6 +117,11 @@ public:
 // block for long: the next appends' completions wait for it. It may call append().
 using append_callback = std::function<void(append_result)>;
 
+// The front every caller uses is non-virtual: it checks the arguments once, for every
+// implementation (a partition out of range, a negative offset, an empty key are
+// `invalid_argument` with the same message whatever the log), answers the trivial cases
+// (an empty batch, a read of zero records) and hands the rest to the implementation's
+// do_* functions, which may assume their arguments are valid.
 class event_log {
 public:
   virtual ~event_log() = default;
@@ -130,7 +135,7 @@ public:
 
   // Appends `batch` (each key non-empty) and calls `done` once the records are durable,
   // or with the error that stopped them.
-  virtual void append(std::vector<log_record> batch, append_callback done) = 0;
+  void append(std::vector<log_record> batch, append_callback done);
 
   // The same, with a future for callers that prefer to block.
   std::future<append_result> append(std::vector<log_record> batch);
@@ -138,26 +143,34 @@ public:
   // Up to `max` records of `partition` starting at offset `from`, in offset order. Returns
   // at once with no records when `from` is at or past the end; it never waits for records
   // that are not in the log yet (use wait_for). May throw log_fault on corruption.
-  virtual read_result read(std::int32_t partition, std::int64_t from, std::size_t max) = 0;
+  read_result read(std::int32_t partition, std::int64_t from, std::size_t max);
 
   // The offset the next record appended to `partition` will get (= number of records).
-  virtual offset_result end_offset(std::int32_t partition) = 0;
+  offset_result end_offset(std::int32_t partition);
 
   // Blocks until a record at `offset` or later is readable in `partition` (true), or until
   // `timeout` passes or the log closes (false). Blocking, not polling: the caller's thread
   // sleeps until an append completes (file_log) or the broker answers a long fetch (kafka).
-  virtual bool wait_for(std::int32_t partition, std::int64_t offset,
-                        std::chrono::milliseconds timeout) = 0;
+  // False at once for a partition out of range or a negative offset.
+  bool wait_for(std::int32_t partition, std::int64_t offset, std::chrono::milliseconds timeout);
 
   // "file log /var/lib/sandboxd/log", "kafka log topic events at host:9092", for messages.
   virtual std::string describe() const = 0;
-};
 
-inline std::future<append_result> event_log::append(std::vector<log_record> batch) {
-  auto promise = std::make_shared<std::promise<append_result>>();
-  auto result = promise->get_future();
-  append(std::move(batch), [promise](append_result r) { promise->set_value(std::move(r)); });
-  return result;
-}
+protected:
+  // The implementation's side of the calls above, with arguments already checked:
+  // `batch` is not empty and every key is; `partition` is in range; `from`/`offset` ≥ 0;
+  // `max` > 0.
+  virtual void do_append(std::vector<log_record> batch, append_callback done) = 0;
+  virtual read_result do_read(std::int32_t partition, std::int64_t from, std::size_t max) = 0;
+  virtual offset_result do_end_offset(std::int32_t partition) = 0;
+  virtual bool do_wait_for(std::int32_t partition, std::int64_t offset,
+                           std::chrono::milliseconds timeout) = 0;
+
+private:
+  bool has_partition(std::int32_t partition) const {
+    return partition >= 0 && partition < partitions();
+  }
+};
 
 } // namespace sandboxd::events

@@ -83,11 +83,7 @@ std::string file_log::describe() const {
   return impl_->describe();
 }
 
-void file_log::append(std::vector<log_record> batch, append_callback done) {
-  if (batch.empty()) {
-    done(append_result{});
-    return;
-  }
+void file_log::do_append(std::vector<log_record> batch, append_callback done) {
   std::vector<record_position> positions;
   std::uint64_t number;
   if (auto refusal = impl_->enqueue(batch, done, positions, number))
@@ -130,16 +126,9 @@ append_result file_log::append_and_wait(const std::vector<log_record>& batch) {
   return out;
 }
 
-read_result file_log::read(std::int32_t partition, std::int64_t from, std::size_t max) {
+read_result file_log::do_read(std::int32_t partition, std::int64_t from, std::size_t max) {
   auto& m = *impl_;
   read_result out;
-  if (partition < 0 || partition >= m.partitions || from < 0) {
-    out.failure = error{errc::invalid_argument,
-                        "cannot read partition " + std::to_string(partition) + " from offset " +
-                          std::to_string(from) + ": " + describe() + " has partitions 0.." +
-                          std::to_string(m.partitions - 1) + " and offsets start at 0"};
-    return out;
-  }
   struct where {
     const log_segment* segment;
     std::uint32_t position;
@@ -149,7 +138,7 @@ read_result file_log::read(std::int32_t partition, std::int64_t from, std::size_
     std::shared_lock l(m.index_mu);
     const auto& locs = m.locations[partition];
     const auto end = static_cast<std::int64_t>(locs.size());
-    if (from >= end || max == 0)
+    if (from >= end)
       return out;
     const auto n = static_cast<std::size_t>(std::min<std::int64_t>(end - from, max));
     places.reserve(n);
@@ -180,20 +169,15 @@ read_result file_log::read(std::int32_t partition, std::int64_t from, std::size_
   return out;
 }
 
-offset_result file_log::end_offset(std::int32_t partition) {
+offset_result file_log::do_end_offset(std::int32_t partition) {
   auto& m = *impl_;
-  if (partition < 0 || partition >= m.partitions)
-    return {-1, error{errc::invalid_argument,
-                      describe() + " has no partition " + std::to_string(partition)}};
   std::lock_guard l(m.wait_mu);
   return {m.published_end[partition], std::nullopt};
 }
 
-bool file_log::wait_for(std::int32_t partition, std::int64_t offset,
-                        std::chrono::milliseconds timeout) {
+bool file_log::do_wait_for(std::int32_t partition, std::int64_t offset,
+                           std::chrono::milliseconds timeout) {
   auto& m = *impl_;
-  if (partition < 0 || partition >= m.partitions)
-    return false;
   std::unique_lock l(m.wait_mu);
   m.wait_cv.wait_for(l, timeout, [&] { return m.published_end[partition] > offset || m.closed; });
   return m.published_end[partition] > offset;

@@ -61,19 +61,21 @@ public:
 
   using event_log::append;
   std::int32_t partitions() const override;
-  void append(std::vector<log_record> batch, append_callback done) override;
   // Appends `batch` and blocks until its records are durable or the append failed: what
   // append(batch).get() returns, without a callback or a promise per append (the
   // appenders of one group commit are released together, by one wake-up call). Not from a
   // completion callback: that is an invalid_argument error (it would wait for itself).
   append_result append_and_wait(const std::vector<log_record>& batch);
-  read_result read(std::int32_t partition, std::int64_t from, std::size_t max) override;
-  offset_result end_offset(std::int32_t partition) override;
-  bool wait_for(std::int32_t partition, std::int64_t offset,
-                std::chrono::milliseconds timeout) override;
   std::string describe() const override;
 
   const file_log_recovery& recovery() const;
+
+protected:
+  void do_append(std::vector<log_record> batch, append_callback done) override;
+  read_result do_read(std::int32_t partition, std::int64_t from, std::size_t max) override;
+  offset_result do_end_offset(std::int32_t partition) override;
+  bool do_wait_for(std::int32_t partition, std::int64_t offset,
+                   std::chrono::milliseconds timeout) override;
 
 private:
   struct impl;

@@ -247,21 +247,8 @@ std::uint64_t kafka_log::producers_replaced() const {
   return impl_->producers_replaced;
 }
 
-void kafka_log::append(std::vector<log_record> batch, append_callback done) {
+void kafka_log::do_append(std::vector<log_record> batch, append_callback done) {
   auto& m = *impl_;
-  for (std::size_t i = 0; i < batch.size(); ++i)
-    if (batch[i].key.empty()) {
-      done(append_result{
-        {},
-        error{errc::invalid_argument, "record " + std::to_string(i) +
-                                        " of the batch has an empty key; every record needs a "
-                                        "key (its sandbox id)"}});
-      return;
-    }
-  if (batch.empty()) {
-    done(append_result{});
-    return;
-  }
   std::optional<error> refusal;
   {
     std::lock_guard l(m.status_mu);

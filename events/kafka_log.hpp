@@ -97,15 +97,17 @@ public:
 
   using event_log::append;
   std::int32_t partitions() const override;
-  void append(std::vector<log_record> batch, append_callback done) override;
-  read_result read(std::int32_t partition, std::int64_t from, std::size_t max) override;
-  offset_result end_offset(std::int32_t partition) override;
-  bool wait_for(std::int32_t partition, std::int64_t offset,
-                std::chrono::milliseconds timeout) override;
   std::string describe() const override;
 
   // How many times a failed producer was replaced.
   std::uint64_t producers_replaced() const;
+
+protected:
+  void do_append(std::vector<log_record> batch, append_callback done) override;
+  read_result do_read(std::int32_t partition, std::int64_t from, std::size_t max) override;
+  offset_result do_end_offset(std::int32_t partition) override;
+  bool do_wait_for(std::int32_t partition, std::int64_t offset,
+                   std::chrono::milliseconds timeout) override;
 
 private:
   friend struct kafka_log_test_seam; // events/kafka_log_test_seam.hpp

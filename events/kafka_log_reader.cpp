@@ -78,18 +78,9 @@ rd_kafka_resp_err_t kafka_log::impl::high_watermark(std::int32_t partition, std:
   }
 }
 
-read_result kafka_log::read(std::int32_t partition, std::int64_t from, std::size_t max) {
+read_result kafka_log::do_read(std::int32_t partition, std::int64_t from, std::size_t max) {
   auto& m = *impl_;
   read_result out;
-  if (partition < 0 || partition >= m.partitions || from < 0) {
-    out.failure = error{errc::invalid_argument,
-                        "cannot read partition " + std::to_string(partition) + " from offset " +
-                          std::to_string(from) + ": " + m.where + " has partitions 0.." +
-                          std::to_string(m.partitions - 1) + " and offsets start at 0"};
-    return out;
-  }
-  if (max == 0)
-    return out;
   auto& r = *m.readers[partition];
   std::lock_guard l(r.mu);
   // Records exist at `from` only below the high watermark; never wait for others.
@@ -158,11 +149,8 @@ read_result kafka_log::read(std::int32_t partition, std::int64_t from, std::size
   return out;
 }
 
-offset_result kafka_log::end_offset(std::int32_t partition) {
+offset_result kafka_log::do_end_offset(std::int32_t partition) {
   auto& m = *impl_;
-  if (partition < 0 || partition >= m.partitions)
-    return {-1, error{errc::invalid_argument,
-                      m.where + " has no partition " + std::to_string(partition)}};
   std::int64_t high = 0;
   const rd_kafka_resp_err_t e = m.high_watermark(partition, high);
   if (e != RD_KAFKA_RESP_ERR_NO_ERROR)
@@ -171,11 +159,9 @@ offset_result kafka_log::end_offset(std::int32_t partition) {
   return {high, std::nullopt};
 }
 
-bool kafka_log::wait_for(std::int32_t partition, std::int64_t offset,
-                         std::chrono::milliseconds timeout) {
+bool kafka_log::do_wait_for(std::int32_t partition, std::int64_t offset,
+                            std::chrono::milliseconds timeout) {
   auto& m = *impl_;
-  if (partition < 0 || partition >= m.partitions || offset < 0)
-    return false;
   auto& r = *m.readers[partition];
   std::lock_guard l(r.mu);
   std::optional<error> failure;

@@ -7,7 +7,7 @@ namespace sandboxd::node {
 metered_log::metered_log(events::event_log& inner, node_probe& probe, observer observe)
     : inner_(inner), probe_(probe), observe_(std::move(observe)) {}
 
-void metered_log::append(std::vector<events::log_record> batch, events::append_callback done) {
+void metered_log::do_append(std::vector<events::log_record> batch, events::append_callback done) {
   const auto t0 = std::chrono::steady_clock::now();
   const std::size_t records = batch.size();
   std::vector<std::string> keys;

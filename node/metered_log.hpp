@@ -22,22 +22,23 @@ public:
 
   metered_log(events::event_log& inner, node_probe& probe, observer observe = {});
 
-  using events::event_log::append;
   std::int32_t partitions() const override { return inner_.partitions(); }
-  void append(std::vector<events::log_record> batch, events::append_callback done) override;
-  events::read_result read(std::int32_t partition, std::int64_t from, std::size_t max) override {
-    return inner_.read(partition, from, max);
-  }
-  events::offset_result end_offset(std::int32_t partition) override {
-    return inner_.end_offset(partition);
-  }
-  bool wait_for(std::int32_t partition, std::int64_t offset,
-                std::chrono::milliseconds timeout) override {
-    return inner_.wait_for(partition, offset, timeout);
-  }
   std::string describe() const override { return inner_.describe(); }
 
   events::event_log& inner() { return inner_; }
+
+protected:
+  void do_append(std::vector<events::log_record> batch, events::append_callback done) override;
+  events::read_result do_read(std::int32_t partition, std::int64_t from, std::size_t max) override {
+    return inner_.read(partition, from, max);
+  }
+  events::offset_result do_end_offset(std::int32_t partition) override {
+    return inner_.end_offset(partition);
+  }
+  bool do_wait_for(std::int32_t partition, std::int64_t offset,
+                   std::chrono::milliseconds timeout) override {
+    return inner_.wait_for(partition, offset, timeout);
+  }
 
 private:
   events::event_log& inner_;

@@ -5,7 +5,9 @@
 #include <cerrno>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
+#include <sstream>
 #include <stdexcept>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -35,6 +37,20 @@ void make_searchable_dir(const std::string& path) {
     fail("chmod " + path);
 }
 
+// Whether anything is mounted strictly below `path` (/proc/self/mountinfo's fifth field).
+bool mounted_below(const std::string& path) {
+  std::ifstream in("/proc/self/mountinfo");
+  const std::string prefix = path + "/";
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::string id, parent, device, root, point;
+    if (f >> id >> parent >> device >> root >> point && point.rfind(prefix, 0) == 0)
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 bool ancestors_searchable(const std::string& path) {
@@ -46,6 +62,12 @@ bool ancestors_searchable(const std::string& path) {
       break;
   }
   return true;
+}
+
+std::string entry_path(const std::string& data_dir, const std::string& entry_root) {
+  char name[17];
+  std::snprintf(name, sizeof name, "%016zx", std::hash<std::string>{}(data_dir));
+  return entry_root + "/" + name;
 }
 
 data_entry::data_entry(const std::string& data_dir, const std::string& entry_root) {
@@ -60,9 +82,7 @@ data_entry::data_entry(const std::string& data_dir, const std::string& entry_roo
     throw std::invalid_argument("neither the data directory " + data_dir_ + " nor " + entry_root +
                                 " can be reached by other users; make a directory above one "
                                 "of them searchable (chmod o+x)");
-  char name[17];
-  std::snprintf(name, sizeof name, "%016zx", std::hash<std::string>{}(data_dir_));
-  std::string entry = entry_root + "/" + name;
+  const std::string entry = entry_path(data_dir_, entry_root);
   make_searchable_dir(entry);
   if (is_mount_point(entry)) {
     if (!same_directory(entry, data_dir_))
@@ -77,9 +97,8 @@ data_entry::data_entry(const std::string& data_dir, const std::string& entry_roo
 data_entry::~data_entry() {
   if (!bound())
     return;
-  std::error_code ec;
-  if (!fs::is_empty(path_ + "/sandboxes", ec) && !ec)
-    return; // sandboxes outlive this process: the next driver takes the entry over
+  if (mounted_below(path_))
+    return; // memory-paused sandboxes outlive this process: the next driver takes it over
   ::umount2(path_.c_str(), MNT_DETACH);
   ::rmdir(path_.c_str());
   ::rmdir(fs::path(path_).parent_path().c_str()); // the entry root, when no other is in it

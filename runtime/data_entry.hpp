@@ -18,12 +18,18 @@ namespace sandboxd::runtime {
 // Whether every directory above `path` is searchable by others.
 bool ancestors_searchable(const std::string& path);
 
+// Where the entry of the data directory `data_dir` (canonical) is under `entry_root`, when
+// it needs one.
+std::string entry_path(const std::string& data_dir, const std::string& entry_root);
+
 class data_entry {
 public:
   // Makes `data_dir` if missing and binds it as described above if needed. Throws
   // std::system_error / std::invalid_argument when it cannot.
   data_entry(const std::string& data_dir, const std::string& entry_root);
-  // Unbinds (lazily) when it bound and no sandbox directory is left under it.
+  // Unbinds (lazily) when it bound and nothing is mounted below it any more (a
+  // memory-paused sandbox keeps its overlay mounted, and so the entry, until it is resumed
+  // or removed by a later driver, which takes the entry over).
   ~data_entry();
   data_entry(const data_entry&) = delete;
   data_entry& operator=(const data_entry&) = delete;

@@ -172,9 +172,15 @@ layer_pool::layer_pool(layer_pool_options options)
 }
 
 layer_pool::~layer_pool() {
-  if (!is_empty_dir(dir_fd_.get()))
-    return; // layers of sandboxes that outlive this process: the next one takes over
+  const bool layers_left = !is_empty_dir(dir_fd_.get());
   dir_fd_.reset();
+  if (layers_left) {
+    // Layers of sandboxes that outlive this process stay in the image, which the next pool
+    // mounts again; it stays mounted only while an overlay uses it (a memory-paused
+    // sandbox): then the umount fails with EBUSY and the next pool takes the mount over.
+    ::umount2(dir_.c_str(), 0);
+    return;
+  }
   for (int i = 0; i < 50; ++i) {
     if (::umount2(dir_.c_str(), 0) == 0 || errno == EINVAL)
       return;

@@ -42,7 +42,8 @@ public:
   // Makes (mkfs.btrfs) and mounts the pool as needed, or takes over one that is mounted.
   // Throws std::system_error / std::runtime_error when it cannot.
   explicit layer_pool(layer_pool_options options);
-  // Unmounts the pool (the loop device goes with it) when no layer is left in it.
+  // Unmounts the pool (the loop device goes with it) unless a sandbox's overlay still uses
+  // it (a memory-paused sandbox that outlives this process).
   ~layer_pool();
   layer_pool(const layer_pool&) = delete;
   layer_pool& operator=(const layer_pool&) = delete;

@@ -125,7 +125,7 @@ append_fault faulty_log::pick(const std::vector<events::log_record>& batch) {
   return append_fault::none;
 }
 
-void faulty_log::append(std::vector<events::log_record> batch, events::append_callback done) {
+void faulty_log::do_append(std::vector<events::log_record> batch, events::append_callback done) {
   const auto fault = choose(batch);
   ++injected_[static_cast<std::size_t>(fault)];
   auto fail = [](bool maybe) {

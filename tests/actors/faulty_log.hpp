@@ -81,20 +81,21 @@ public:
   // maybe_stored_late batches written to the inner log so far (their append completed).
   std::uint64_t landed_late() const { return landed_late_.load(); }
 
-  using events::event_log::append;
   std::int32_t partitions() const override { return inner_.partitions(); }
-  void append(std::vector<events::log_record> batch, events::append_callback done) override;
   // Reads return at most this many records (0: no limit), as a Kafka fetch may.
   void limit_reads(std::size_t n) { read_limit_ = n; }
-  events::read_result read(std::int32_t p, std::int64_t from, std::size_t max) override {
+  std::string describe() const override { return "faulty " + inner_.describe(); }
+
+protected:
+  void do_append(std::vector<events::log_record> batch, events::append_callback done) override;
+  events::read_result do_read(std::int32_t p, std::int64_t from, std::size_t max) override {
     const std::size_t limit = read_limit_.load();
     return inner_.read(p, from, limit > 0 ? std::min(max, limit) : max);
   }
-  events::offset_result end_offset(std::int32_t p) override { return inner_.end_offset(p); }
-  bool wait_for(std::int32_t p, std::int64_t offset, std::chrono::milliseconds t) override {
+  events::offset_result do_end_offset(std::int32_t p) override { return inner_.end_offset(p); }
+  bool do_wait_for(std::int32_t p, std::int64_t offset, std::chrono::milliseconds t) override {
     return inner_.wait_for(p, offset, t);
   }
-  std::string describe() const override { return "faulty " + inner_.describe(); }
 
 private:
   using clock = std::chrono::steady_clock;

@@ -36,15 +36,16 @@ std::vector<ev::log_record> records(const std::string& key, int n, const std::st
 // Refuses every append on the calling thread, before append() returns.
 class refusing_log final : public ev::event_log {
 public:
-  using ev::event_log::append;
   std::int32_t partitions() const override { return 1; }
-  void append(std::vector<ev::log_record>, ev::append_callback done) override {
+  std::string describe() const override { return "refusing log"; }
+
+protected:
+  void do_append(std::vector<ev::log_record>, ev::append_callback done) override {
     done(ev::append_result{{}, ev::error{ev::errc::unavailable, "refused"}});
   }
-  ev::read_result read(std::int32_t, std::int64_t, std::size_t) override { return {}; }
-  ev::offset_result end_offset(std::int32_t) override { return {0, std::nullopt}; }
-  bool wait_for(std::int32_t, std::int64_t, std::chrono::milliseconds) override { return false; }
-  std::string describe() const override { return "refusing log"; }
+  ev::read_result do_read(std::int32_t, std::int64_t, std::size_t) override { return {}; }
+  ev::offset_result do_end_offset(std::int32_t) override { return {0, std::nullopt}; }
+  bool do_wait_for(std::int32_t, std::int64_t, std::chrono::milliseconds) override { return false; }
 };
 
 } // namespace

@@ -1,9 +1,9 @@
-// docs/first-session.md, run literally: its first shell block must be the start command
+// README.md's first session, run literally: its first shell block must be the start command
 // (`scripts/start`: sandboxd on embedded defaults with its data in ./var), which the test
-// stands for with a fresh sandboxd on <dir>/var; its second block, the session, runs as written
-// in bash (-e -o pipefail: every command must succeed) from <dir>, where ./var is that daemon's
-// data directory and ./build the build tree, so sandboxctl's defaults find the daemon. The page
-// is the README's first session: if it drifts from sandboxctl, this fails.
+// stands for with a fresh sandboxd on <dir>/var; its second the test command; its third, the
+// session, runs as written in bash (-e -o pipefail: every command must succeed) from <dir>,
+// where ./var is that daemon's data directory and ./build the build tree, so sandboxctl's
+// defaults find the daemon. If the README drifts from sandboxctl, this fails.
 #define BOOST_TEST_MODULE first_session
 #include "tests/e2e/e2e_support.hpp"
 
@@ -82,11 +82,12 @@ boost::test_tools::assertion_result session_can_run(utf::test_unit_id id) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(the_first_session_runs_as_written, *utf::precondition(session_can_run)) {
-  const auto blocks = shell_blocks(read_text(source_dir() + "/docs/first-session.md"));
-  BOOST_REQUIRE_EQUAL(blocks.size(), 2u);
+  const auto blocks = shell_blocks(read_text(source_dir() + "/README.md"));
+  BOOST_REQUIRE_EQUAL(blocks.size(), 3u);
   // The start command the daemon below stands for: embedded defaults with ./var, and
   // sandboxctl built beside the daemon.
   BOOST_TEST(blocks[0] == "scripts/start\n");
+  BOOST_TEST(blocks[1] == "scripts/test\n");
   const auto start = read_text(source_dir() + "/scripts/start");
   BOOST_TEST(start.find("--data-dir ./var") != std::string::npos);
   BOOST_TEST(start.find("--target sandboxd sandboxctl") != std::string::npos);
@@ -96,7 +97,7 @@ BOOST_AUTO_TEST_CASE(the_first_session_runs_as_written, *utf::precondition(sessi
   const std::string dir = d.dir().path();
   std::filesystem::create_directory_symlink(d.data(), dir + "/var");
   std::filesystem::create_directory_symlink(SANDBOXD_BUILD_DIR, dir + "/build");
-  std::ofstream(dir + "/session.sh") << blocks[1];
+  std::ofstream(dir + "/session.sh") << blocks[2];
 
   ctl_options o;
   o.cwd = dir;

@@ -8,6 +8,7 @@
 #include "actors/control_plane.hpp"
 #include "events/event.hpp"
 #include "node/node.hpp"
+#include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
 #include "tests/support/guardian.hpp"
 #include "tests/support/kafka_broker.hpp"
@@ -254,14 +255,23 @@ inline std::string process_line(int pid) {
   return s;
 }
 
-// Mount points under `dir`.
+// Mount points under `dir`, and under the entries (runtime/data_entry.hpp) through which the
+// drivers of a node's data directory `dir` work (dir/runtimes/<kind>).
 inline std::vector<std::string> mounts_under(const std::string& dir) {
+  std::vector<std::string> prefixes{dir};
+  std::error_code ec;
+  for (const auto& rt : std::filesystem::directory_iterator(dir + "/runtimes", ec))
+    prefixes.push_back(
+      runtime::entry_path(std::filesystem::canonical(rt.path()).string(), "/run/sandboxd"));
   std::vector<std::string> out;
   std::ifstream m("/proc/mounts");
   std::string dev, point, rest;
   while (m >> dev >> point && std::getline(m, rest))
-    if (point.rfind(dir, 0) == 0)
-      out.push_back(point);
+    for (const auto& p : prefixes)
+      if (point.rfind(p, 0) == 0) {
+        out.push_back(point);
+        break;
+      }
   return out;
 }
 
