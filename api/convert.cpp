@@ -67,6 +67,27 @@ result<events::sandbox_timeouts> timeouts_of(rpc::TimeoutSettings::Reader t,
   return current;
 }
 
+result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader vars) {
+  std::vector<events::env_var> out;
+  for (auto v : vars) {
+    const std::string name(v.getName().cStr(), v.getName().size());
+    const std::string value(v.getValue().cStr(), v.getValue().size());
+    if (name.empty() || name.find_first_of(std::string("=\0", 2)) != std::string::npos)
+      return make_error(errc::invalid_argument,
+                        "environment variable name '" + name +
+                          "' is empty or has '=' or NUL; use a name like MY_VAR");
+    if (value.find('\0') != std::string::npos)
+      return make_error(errc::invalid_argument,
+                        "environment variable " + name + " has a NUL byte in its value");
+    events::env_var e;
+    e.name = name;
+    e.value = value;
+    e.secret = v.getSecret();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d) {
   events::created c;
   c.template_name = r.getTemplate().size() ? std::string(r.getTemplate().cStr()) : d.template_name;
@@ -85,10 +106,10 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
     c.runtime = *k;
   }
   c.limits = limits_of(r.getLimits(), d.limits);
-  if (r.getEnv().size() > 0)
-    return make_error(errc::unavailable,
-                      "a sandbox environment is not served by this build of sandboxd; create "
-                      "the sandbox without env and pass variables to each command");
+  auto env = env_of(r.getEnv());
+  if (!env)
+    return env.err();
+  c.env = std::move(env).value();
   auto net = r.getNetwork();
   if (net.getMode() != schema::NetworkPolicy::Mode::NONE)
     return make_error(errc::invalid_argument,

@@ -20,6 +20,10 @@ struct create_defaults {
   events::sandbox_limits limits{512, 1000, 512, 0};
 };
 
+// Environment variables, checked: a name is non-empty and has no '=' or NUL; a value has
+// no NUL. Secret values are kept here: the control plane logs only their hash.
+result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader vars);
+
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d);
 
 // The timeouts after applying `t` to `current` (a create passes the defaults) for a sandbox

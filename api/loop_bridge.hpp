@@ -38,6 +38,12 @@ public:
   // Any thread. Runs `fn` on the loop thread.
   void post(std::function<void()> fn) const { post(shared_, std::move(fn)); }
 
+  // A post() that stays safe to call after the bridge is gone (it then drops `fn`): for
+  // threads that may outlive the bridge.
+  std::function<void(std::function<void()>)> poster() const {
+    return [shared = shared_](std::function<void()> fn) { post(shared, std::move(fn)); };
+  }
+
   // Loop thread: a promise for a T, and a completer (any thread, once).
   template <class T>
   std::pair<kj::Promise<T>, std::function<void(T)>> expect() {

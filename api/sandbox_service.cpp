@@ -1,10 +1,9 @@
 // sandbox_service — the Sandbox capability: one sandbox of the session's tenant.
 //
 // Each call goes to the sandbox's actor (submit or query); one function per call talks to
-// the control plane. The calls the control plane cannot answer truthfully yet (exec with
-// its output and result, the file calls with their content) check that the sandbox still
-// exists and then answer UNAVAILABLE: they never invent output or content.
-#include "api/service_context.hpp"
+// the control plane. The lifecycle calls are here; the process and file calls are in
+// exec_service.cpp and file_service.cpp (sandbox_ops.hpp).
+#include "api/sandbox_ops.hpp"
 
 namespace sandboxd::api {
 namespace {
@@ -24,17 +23,17 @@ public:
     });
   }
 
-  kj::Promise<void> exec(ExecContext) override { return not_served("exec"); }
-  kj::Promise<void> start(StartContext) override { return not_served("start"); }
-  kj::Promise<void> execs(ExecsContext) override { return not_served("execs"); }
-  kj::Promise<void> openExec(OpenExecContext) override { return not_served("openExec"); }
-  kj::Promise<void> readFile(ReadFileContext) override { return not_served("readFile"); }
-  kj::Promise<void> writeFile(WriteFileContext) override { return not_served("writeFile"); }
-  kj::Promise<void> listDir(ListDirContext) override { return not_served("listDir"); }
-  kj::Promise<void> stat(StatContext) override { return not_served("stat"); }
-  kj::Promise<void> makeDir(MakeDirContext) override { return not_served("makeDir"); }
-  kj::Promise<void> remove(RemoveContext) override { return not_served("remove"); }
-  kj::Promise<void> rename(RenameContext) override { return not_served("rename"); }
+  kj::Promise<void> exec(ExecContext c) override { return serve_exec(ref(), c); }
+  kj::Promise<void> start(StartContext c) override { return serve_start(ref(), c); }
+  kj::Promise<void> execs(ExecsContext c) override { return serve_execs(ref(), c); }
+  kj::Promise<void> openExec(OpenExecContext c) override { return serve_open_exec(ref(), c); }
+  kj::Promise<void> readFile(ReadFileContext c) override { return serve_read_file(ref(), c); }
+  kj::Promise<void> writeFile(WriteFileContext c) override { return serve_write_file(ref(), c); }
+  kj::Promise<void> listDir(ListDirContext c) override { return serve_list_dir(ref(), c); }
+  kj::Promise<void> stat(StatContext c) override { return serve_stat(ref(), c); }
+  kj::Promise<void> makeDir(MakeDirContext c) override { return serve_make_dir(ref(), c); }
+  kj::Promise<void> remove(RemoveContext c) override { return serve_remove(ref(), c); }
+  kj::Promise<void> rename(RenameContext c) override { return serve_rename(ref(), c); }
 
   kj::Promise<void> pause(PauseContext context) override {
     const auto mode = context.getParams().getMode() == schema::PauseMode::MEMORY
@@ -125,17 +124,7 @@ private:
     });
   }
 
-  kj::Promise<void> not_served(const char* call) {
-    return sandbox_call(*ctx_, conn_, [this, call]() {
-      return ctx_->query(id_, who_.tenant).then([call](actors::command_reply r) {
-        check(r);
-        throw_error(errc::unavailable,
-                    std::string(call) +
-                      " is not served by this build of sandboxd: the control plane does not "
-                      "yet return its result; upgrade sandboxd to use it");
-      });
-    });
-  }
+  sandbox_ref ref() const { return sandbox_ref{ctx_, conn_, who_, id_}; }
 
   std::shared_ptr<service_context> ctx_;
   std::shared_ptr<connection_state> conn_;

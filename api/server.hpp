@@ -61,6 +61,11 @@ struct server_options {
   tenant_quota quota;                         // every tenant's, unless overridden below
   std::map<std::string, tenant_quota> quotas; // per tenant
   std::size_t max_message_bytes = 16u << 20;
+  // Largest file a writeFile upload may carry (the driver's limit is the sandbox's own).
+  std::uint64_t max_upload_bytes = 64ull << 20;
+  // Output of one exec buffered for a client that reads it slower than it is produced;
+  // past it the exec waits (its pipe fills), the daemon's memory does not grow.
+  std::size_t output_window_bytes = 1u << 20;
   std::size_t max_calls_in_flight = 256; // per connection
   std::size_t max_streams_per_connection = 16;
   std::size_t max_connections_per_tenant = 64;

@@ -7,6 +7,19 @@
 namespace sandboxd::api {
 namespace {
 
+// The code of a failed runtime step from its reason, "<step> failed (<code>): <message>"
+// (actors/runtime_steps.cpp); internal when it names none.
+errc runtime_code_of(const std::string& reason) {
+  const auto at = reason.find(" failed (");
+  if (at == std::string::npos)
+    return errc::internal;
+  const auto from = at + 9;
+  const auto to = reason.find(')', from);
+  if (to == std::string::npos)
+    return errc::internal;
+  return parse_errc(std::string_view(reason).substr(from, to - from)).value_or(errc::internal);
+}
+
 // A new sandbox id, chosen here so that the create's quota reservation names it from the
 // start (tenant_ledger.hpp). Same form as the actors' own ids: "sb-" and 12 hex digits.
 std::string new_sandbox_id(const tenant_ledger& ledger) {
@@ -68,6 +81,11 @@ public:
           if (!r.ok() || r.state.sandbox_id != id)
             ctx->ledger->release(id);
           check(r);
+          if (r.state.status == actors::sandbox_status::failed)
+            throw_error(runtime_code_of(r.state.failure_reason),
+                        "sandbox " + r.state.sandbox_id +
+                          " could not be created: " + r.state.failure_reason +
+                          " (it is kept in state failed for inspection; delete it)");
           auto results = context.getResults();
           fill(results.initInfo(), r.state);
           results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));

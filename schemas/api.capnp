@@ -163,8 +163,7 @@ struct ListFilter {
 }
 
 interface Sandbox {
-  # Every call answers NOT_FOUND once the sandbox is deleted. exec, start, execs, openExec
-  # and the file calls answer UNAVAILABLE in this build (docs/api.md says why).
+  # Every call answers NOT_FOUND once the sandbox is deleted.
   info @0 () -> (info :SandboxInfo);
 
   exec @1 (request :ExecRequest, output :OutputSink) -> (result :ExecResult);

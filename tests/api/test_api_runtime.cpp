@@ -12,6 +12,9 @@
 #include "runtime/oci_driver.hpp"
 #include "tests/support/temp_dir.hpp"
 
+#include <fstream>
+#include <optional>
+
 using namespace sandboxd;
 namespace utf = boost::unit_test;
 
@@ -26,32 +29,59 @@ boost::test_tools::assertion_result runs(runtime::oci_runtime kind) {
   return true;
 }
 
-void lifecycle(runtime::oci_runtime kind, events::runtime_kind as) {
-  test::temp_dir dir("api-runtime");
-  events::file_log log(events::file_log_options{dir / "log", 2});
-  runtime::oci_options oo;
-  oo.runtime = kind;
-  oo.data_dir = dir / "runtime";
-  runtime::oci_driver driver(oo);
-  actors::control_plane_options po;
-  po.log = &log;
-  po.driver = &driver;
-  po.data_dir = dir / "data";
-  po.snapshot_every_records = 0;
-  actors::control_plane plane(po);
-  api::token_authenticator tokens;
-  tokens.add("rt-token", {"t", "p", {"sandboxes"}});
-  api::server_options so;
-  so.listen = {"unix:" + (dir / "api.sock")};
-  so.plane = &plane;
-  so.log = &log;
-  so.auth = &tokens;
-  so.defaults.runtime = as;
-  so.defaults.runtimes = {as};
-  api::server server(so);
+// A control plane on one real runtime and an RPC server in front of it.
+struct rpc_world {
+  rpc_world(runtime::oci_runtime kind, events::runtime_kind as)
+      : log(events::file_log_options{dir / "log", 2}), driver(driver_options(kind, dir)),
+        plane(plane_options(log, driver, dir)),
+        server(server_options(plane, log, tokens, as, dir)) {}
 
-  auto c = api::client::connect({so.listen[0], "rt-token"});
-  BOOST_REQUIRE(c.ok());
+  static runtime::oci_options driver_options(runtime::oci_runtime kind, const test::temp_dir& d) {
+    runtime::oci_options oo;
+    oo.runtime = kind;
+    oo.data_dir = d / "runtime";
+    return oo;
+  }
+  static actors::control_plane_options
+  plane_options(events::event_log& log, runtime::driver& driver, const test::temp_dir& d) {
+    actors::control_plane_options po;
+    po.log = &log;
+    po.driver = &driver;
+    po.data_dir = d / "data";
+    po.snapshot_every_records = 0;
+    return po;
+  }
+  static api::server_options server_options(actors::control_plane& plane, events::event_log& log,
+                                            api::token_authenticator& tokens,
+                                            events::runtime_kind as, const test::temp_dir& d) {
+    tokens.add("rt-token", {"t", "p", {"sandboxes"}});
+    api::server_options so;
+    so.listen = {"unix:" + (d / "api.sock")};
+    so.plane = &plane;
+    so.log = &log;
+    so.auth = &tokens;
+    so.defaults.runtime = as;
+    so.defaults.runtimes = {as};
+    return so;
+  }
+  api::client connect() {
+    auto c = api::client::connect({"unix:" + (dir / "api.sock"), "rt-token"});
+    BOOST_REQUIRE(c.ok());
+    return std::move(c).value();
+  }
+
+  test::temp_dir dir{"api-runtime"};
+  events::file_log log;
+  runtime::oci_driver driver;
+  actors::control_plane plane;
+  api::token_authenticator tokens;
+  api::server server;
+};
+
+void lifecycle(runtime::oci_runtime kind, events::runtime_kind as) {
+  rpc_world w(kind, as);
+  auto& driver = w.driver;
+  auto c = std::optional<api::client>(w.connect());
   auto sb = c->create({});
   BOOST_REQUIRE_MESSAGE(sb.ok(), (sb ? "" : sb.err().message));
   BOOST_TEST(sb->state == "running");
@@ -82,9 +112,73 @@ void lifecycle(runtime::oci_runtime kind, events::runtime_kind as) {
   BOOST_TEST(left->empty());
 }
 
+// A tenant's names reach the runtime only as the sandbox's own: a template name that walks
+// out of the templates directory is refused with nothing made, and a path that climbs out
+// of the sandbox's root reads the sandbox's file, never the host's.
+void hostile_names(runtime::oci_runtime kind, events::runtime_kind as) {
+  rpc_world w(kind, as);
+  auto c = w.connect();
+  for (const char* name : {"../../../../../../../../proc/self/root", "/", "..", "base/../..",
+                           "base/../../../../etc"}) {
+    api::create_options o;
+    o.template_name = name;
+    auto r = c.create(o);
+    BOOST_TEST_CONTEXT("template " << name) {
+      BOOST_REQUIRE_MESSAGE(!r.ok(), "created: state " << (r.ok() ? r->state : ""));
+      const auto code = api::to_string(r.code());
+      BOOST_TEST((code == "invalid_argument" || code == "not_found"), code);
+    }
+  }
+  auto left = w.driver.list();
+  BOOST_REQUIRE(left.ok());
+  BOOST_TEST(left->empty());
+
+  auto sb = c.create({});
+  BOOST_REQUIRE_MESSAGE(sb.ok(), (sb ? "" : sb.err().message));
+  std::string host_shadow;
+  {
+    std::ifstream in("/etc/shadow");
+    std::getline(in, host_shadow, '\0');
+  }
+  for (const char* path : {"/../../../../../../etc/shadow", "/etc/../../../etc/shadow"}) {
+    std::string got;
+    auto r = c.read_file(sb->id, path, [&](std::string_view d) { got.append(d); });
+    BOOST_TEST_CONTEXT("read " << path) {
+      if (r.ok())
+        BOOST_TEST((host_shadow.empty() || got != host_shadow));
+      else
+        BOOST_TEST((api::to_string(r.code()) != "internal"), r.err().message);
+    }
+  }
+  // A symlink the sandbox plants to the host's / is followed inside the sandbox's root.
+  api::exec_options e;
+  e.argv = {"ln", "-s", "/", "/workspace/up"};
+  auto ln = c.exec(sb->id, e, {});
+  BOOST_REQUIRE_MESSAGE(ln.ok(), (ln ? "" : ln.err().message));
+  BOOST_REQUIRE(ln->exit_code == 0);
+  std::string through;
+  auto r =
+    c.read_file(sb->id, "/workspace/up/etc/shadow", [&](std::string_view d) { through.append(d); });
+  if (r.ok())
+    BOOST_TEST((host_shadow.empty() || through != host_shadow));
+  BOOST_REQUIRE(c.remove(sb->id).ok());
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(api_runtime)
+
+BOOST_AUTO_TEST_CASE(hostile_names_over_rpc_on_crun, *utf::precondition([](utf::test_unit_id) {
+                       return runs(runtime::oci_runtime::crun);
+                     })) {
+  hostile_names(runtime::oci_runtime::crun, events::runtime_kind::crun);
+}
+
+BOOST_AUTO_TEST_CASE(hostile_names_over_rpc_on_runsc, *utf::precondition([](utf::test_unit_id) {
+                       return runs(runtime::oci_runtime::runsc);
+                     })) {
+  hostile_names(runtime::oci_runtime::runsc, events::runtime_kind::runsc);
+}
 
 BOOST_AUTO_TEST_CASE(lifecycle_over_rpc_on_crun, *utf::precondition([](utf::test_unit_id) {
                        return runs(runtime::oci_runtime::crun);

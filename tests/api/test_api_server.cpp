@@ -286,27 +286,98 @@ BOOST_AUTO_TEST_CASE(a_deleted_sandboxs_capability_answers_not_found_to_every_me
     }
 }
 
-BOOST_AUTO_TEST_CASE(calls_not_served_by_this_build_say_so) {
+// The process and file calls reach the sandbox's driver through its actor (the hollow
+// driver here: echo, cat and sleep, files in a plain directory) and answer its results.
+BOOST_AUTO_TEST_CASE(process_and_file_calls_answer_the_drivers_results) {
   api_world w(without_read_models());
-  std::string id;
-  {
-    auto c = w.connect();
-    id = must(c.create({})).id;
-  }
-  raw_session a(w.address, k_token_a);
-  auto r = a.session.openRequest();
-  r.setSandboxId(id);
-  auto all = call_every_method(r.send().getSandbox(), a.ws());
-  std::set<std::string> unavailable;
-  for (const auto& [name, e] : all)
-    if (e.code == errc::unavailable) {
-      unavailable.insert(name);
-      BOOST_TEST(e.message.find("not served by this build") != std::string::npos);
-    }
-  const std::set<std::string> expected{"exec",     "start",     "execs",   "openExec",
-                                       "readFile", "writeFile", "listDir", "stat",
-                                       "makeDir",  "remove",    "rename"};
-  BOOST_TEST(unavailable == expected);
+  auto c = w.connect();
+  const std::string id = must(c.create({})).id;
+
+  // exec: output through the callback before the result, then the exit code.
+  std::string out;
+  api::exec_options e;
+  e.argv = {"echo", "hello", "api"};
+  auto r = must(c.exec(id, e, [&](api::output_stream s, std::string_view d) {
+    if (s == api::output_stream::out)
+      out.append(d);
+  }));
+  BOOST_TEST(out == "hello api\n");
+  BOOST_TEST(r.exit_code == 0);
+  BOOST_TEST(r.stdout_bytes == out.size());
+  BOOST_TEST(!r.exec_id.empty());
+
+  // stdin: every byte value, NUL included, comes back unchanged.
+  std::string all;
+  for (int i = 0; i < 256; ++i)
+    all.push_back(static_cast<char>(i));
+  e.argv = {"cat"};
+  e.stdin_bytes = all + all;
+  std::string echoed;
+  must(c.exec(id, e, [&](api::output_stream, std::string_view d) { echoed.append(d); }));
+  BOOST_TEST((echoed == all + all));
+
+  // A missing program: the driver's 127, a result and not an error.
+  api::exec_options missing;
+  missing.argv = {"no-such-program"};
+  BOOST_TEST(must(c.exec(id, missing, {})).exit_code == 127);
+
+  // A background exec: listed while it runs, killed, its result has the signal.
+  api::exec_options sleeper;
+  sleeper.argv = {"sleep", "60"};
+  auto started = must(c.start(id, sleeper));
+  auto running = must(c.execs(id));
+  BOOST_TEST_REQUIRE(running.size() == 1u);
+  BOOST_TEST(running[0].exec_id == started.exec_id);
+  must(c.kill_exec(id, started.exec_id, 0));
+  auto killed = must(c.wait_exec(id, started.exec_id));
+  BOOST_TEST(killed.signal == 9);
+  BOOST_TEST(must(c.execs(id)).empty());
+  BOOST_TEST(api::to_string(c.wait_exec(id, "x-never").code()) == "not_found");
+
+  // Files: written in chunks, read back with the same bytes and SHA-256.
+  std::size_t sent = 0;
+  auto written = must(c.write_file(id, "/workspace/bytes", 0600, [&](std::string& chunk) {
+    if (sent == 2)
+      return api::source_step::end;
+    chunk = all;
+    ++sent;
+    return api::source_step::chunk;
+  }));
+  BOOST_TEST(written.info.size == 512u);
+  BOOST_TEST(written.info.mode == 0600u);
+  std::string back;
+  auto read =
+    must(c.read_file(id, "/workspace/bytes", [&](std::string_view d) { back.append(d); }));
+  BOOST_TEST((back == all + all));
+  BOOST_TEST(read.sha256 == written.sha256);
+  BOOST_TEST(read.sha256.size() == 32u);
+
+  must(c.make_dir(id, "/workspace/a/b", true));
+  must(c.rename(id, "/workspace/bytes", "/workspace/a/b/moved"));
+  auto listing = must(c.list_dir(id, "/workspace/a/b", 0));
+  BOOST_TEST_REQUIRE(listing.entries.size() == 1u);
+  BOOST_TEST(listing.entries[0].name == "moved");
+  BOOST_TEST(listing.entries[0].info.path == "/workspace/a/b/moved");
+  BOOST_TEST((must(c.stat(id, "/workspace/a")).type == api::file_type::directory));
+  auto refused = c.remove_path(id, "/workspace/a", false);
+  BOOST_TEST_REQUIRE(!refused.ok());
+  must(c.remove_path(id, "/workspace/a", true));
+  BOOST_TEST(api::to_string(c.stat(id, "/workspace/a").code()) == "not_found");
+
+  // Memory-paused: reads are served, changes are refused with conflict.
+  must(c.write_file(id, "/workspace/kept", 0644, [&, done = false](std::string& chunk) mutable {
+    if (done)
+      return api::source_step::end;
+    chunk = "kept";
+    done = true;
+    return api::source_step::chunk;
+  }));
+  must(c.pause(id, events::pause_mode::memory));
+  std::string kept;
+  must(c.read_file(id, "/workspace/kept", [&](std::string_view d) { kept.append(d); }));
+  BOOST_TEST(kept == "kept");
+  BOOST_TEST(api::to_string(c.make_dir(id, "/workspace/no", false).code()) == "conflict");
+  BOOST_TEST(api::to_string(c.exec(id, e, {}).code()) == "conflict");
 }
 
 BOOST_AUTO_TEST_CASE(admin_calls_need_the_admin_scope) {
