@@ -17,6 +17,8 @@ void add_file_commands(command_table& t);
 void add_event_commands(command_table& t);
 // bill, audit, audit verify
 void add_report_commands(command_table& t);
+// replay, diff (offline: the event log itself)
+void add_replay_commands(command_table& t);
 // completion, version, and the hidden reference generator
 void add_meta_commands(command_table& t);
 
