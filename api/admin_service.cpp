@@ -1,6 +1,12 @@
 // admin_service — the Admin capability (scope "admin"): bills, the audit log and its
-// verification from the read models, and the tail of the whole event stream.
+// verification from the read models; the tail of the whole event stream and one sandbox's
+// history, from the log.
 #include "api/service_context.hpp"
+#include "replay/sandbox_history.hpp"
+
+#include <capnp/serialize.h>
+
+#include <cstring>
 
 namespace sandboxd::api {
 namespace {
@@ -129,6 +135,43 @@ public:
       context.getResults().setHandle(
         start_tail(ctx_, conn_, std::move(from), p.getFollow(), p.getSink()));
       return kj::Promise<void>(kj::READY_NOW);
+    });
+  }
+
+  kj::Promise<void> history(HistoryContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      std::string id = context.getParams().getSandboxId().cStr();
+      using found = result<std::vector<replay::history_entry>>;
+      return ctx_
+        ->on_worker<found>([log = ctx_->log, id]() -> found {
+          try {
+            auto h = replay::read_history(*log, id);
+            if (h.empty())
+              return make_error(errc::not_found, "sandbox " + id + " has no events in " +
+                                                   log->describe() +
+                                                   "; check the sandbox id (sandboxctl list "
+                                                   "--all)");
+            return h;
+          } catch (const std::exception& e) {
+            return make_error(errc::internal, e.what());
+          }
+        })
+        .then([context](std::shared_ptr<found> r) mutable {
+          auto h = take(std::move(*r));
+          auto out = context.getResults().initEvents(static_cast<unsigned>(h.size()));
+          std::string bytes;
+          for (unsigned i = 0; i < h.size(); ++i) {
+            bytes.clear();
+            events::encode_to(h[i].event, bytes);
+            auto words = kj::heapArray<capnp::word>((bytes.size() + 7) / 8);
+            std::memset(words.begin(), 0, words.size() * sizeof(capnp::word));
+            std::memcpy(words.begin(), bytes.data(), bytes.size());
+            capnp::FlatArrayMessageReader reader(words);
+            out[i].setEvent(reader.getRoot<schema::Event>());
+            out[i].setPartition(h[i].partition);
+            out[i].setOffset(h[i].offset);
+          }
+        });
     });
   }
 

@@ -179,6 +179,8 @@ public:
   // without follow once the end offsets as of the call are reached.
   result<std::string> tail(const std::map<std::int32_t, std::int64_t>& from, bool follow,
                            const event_callback& on_event);
+  // Every event of one sandbox from the log itself, in log order (not_found when none).
+  result<std::vector<streamed_event>> history(const std::string& sandbox_id);
 
   struct impl;
 

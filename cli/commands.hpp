@@ -17,7 +17,7 @@ void add_file_commands(command_table& t);
 void add_event_commands(command_table& t);
 // bill, audit, audit verify
 void add_report_commands(command_table& t);
-// replay, diff (offline: the event log itself)
+// replay, diff (from the event log itself: through the daemon, or offline)
 void add_replay_commands(command_table& t);
 // completion, version, and the hidden reference generator
 void add_meta_commands(command_table& t);

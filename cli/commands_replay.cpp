@@ -1,8 +1,9 @@
 // Replay-based debugging: replay (a sandbox's events, each with the state after it) and
 // diff (what changed between two of its sequence numbers), folded from the event log
-// itself. Offline, with no daemon: --data-dir reads a node's file log (or a copy of it)
-// read-only, never changing a byte of the directory; --brokers/--topic reads the Kafka
-// topic from offset 0 without a consumer group.
+// itself. Through the daemon (admin scope: it reads its own log), or offline, with no
+// daemon: --data-dir reads a node's file log (or a copy of it) read-only, never changing a
+// byte of the directory; --brokers/--topic reads the Kafka topic from offset 0 without a
+// consumer group.
 #include "cli/command_support.hpp"
 #include "cli/command_table.hpp"
 #include "cli/commands.hpp"
@@ -28,7 +29,8 @@ struct log_source {
 void add_source_flags(CLI::App* c, log_source& s) {
   auto* dir = c->add_option("--data-dir", s.data_dir,
                             "read the file log of this data directory (a node's DATA_DIR, its "
-                            "log/ folder, or a copy), read-only, with no daemon")
+                            "log/ folder, or a copy), read-only, with no daemon (default: ask "
+                            "the daemon, admin scope)")
                 ->type_name("DIR");
   c->add_option("--brokers", s.brokers, "read the log from this Kafka cluster, with no daemon")
     ->type_name("HOST:PORT,...")
@@ -64,21 +66,39 @@ std::unique_ptr<events::event_log> open_log(const log_source& s) {
   return std::make_unique<events::kafka_log>(o);
 }
 
+// The sandbox's history: from the log the flags name, or from the daemon (admin scope),
+// which reads it from its own log. Faults of an offline log are std::exception.
+result<std::vector<replay::history_entry>> history_of(context& cx, const log_source& src,
+                                                      const std::string& id) {
+  if (src.data_dir.empty() && src.brokers.empty()) {
+    auto c = cx.client();
+    if (!c)
+      return c.err();
+    auto events = (*c)->history(id);
+    if (!events)
+      return events.err();
+    std::vector<replay::history_entry> h;
+    for (auto& e : *events)
+      h.push_back({e.partition, e.offset, std::move(e.event)});
+    return h;
+  }
+  auto log = open_log(src);
+  auto h = replay::read_history(*log, id);
+  if (h.empty())
+    return make_error(errc::not_found, "sandbox " + id + " has no events in " + log->describe() +
+                                         "; check the sandbox id and the log");
+  return h;
+}
+
 // The sandbox's history folded up to `bound`, or the exit code of the failure reported.
 int with_steps(context& cx, const log_source& src, const std::string& id,
                const replay::replay_bound& bound,
                const std::function<int(std::vector<replay::replay_step>&)>& body) {
-  if (src.data_dir.empty() && src.brokers.empty())
-    return cx.usage("give the log to read: --data-dir DIR (a file log) or --brokers HOST:PORT "
-                    "(a Kafka topic)");
   try {
-    auto log = open_log(src);
-    auto history = replay::read_history(*log, id);
-    if (history.empty())
-      return cx.fail(make_error(errc::not_found, "sandbox " + id + " has no events in " +
-                                                   log->describe() +
-                                                   "; check the sandbox id and the log"));
-    auto steps = replay::fold_history(id, std::move(history), bound);
+    auto history = history_of(cx, src, id);
+    if (!history)
+      return cx.fail(history.err());
+    auto steps = replay::fold_history(id, std::move(*history), bound);
     return body(steps);
   } catch (const std::exception& e) {
     // The log cannot be read (damage, a broker down) or holds a gap: faults, told as such.

@@ -310,6 +310,18 @@ interface Admin {
   tail @3 (from :List(PartitionOffset), follow :Bool, sink :EventSink) -> (handle :Handle);
   # The whole event stream from the given offsets (missing partitions: from 0). Without
   # follow the stream ends (sink.end("caught up")) at the end offsets as of the call.
+
+  history @4 (sandboxId :Text) -> (events :List(LoggedEvent));
+  # Every event of one sandbox (of any tenant, deleted or not), read from the log itself
+  # (never a read model) up to its partition's end as of the call, in log order: what
+  # `sandboxctl replay` and `diff` fold with the state machine (docs/replay.md). NOT_FOUND
+  # when the log holds no event of the sandbox.
+}
+
+struct LoggedEvent {
+  event @0 :Ev.Event;
+  partition @1 :Int32;
+  offset @2 :Int64;
 }
 
 enum BillGrouping {

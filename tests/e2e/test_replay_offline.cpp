@@ -3,7 +3,8 @@
 // `get` after each step; then, with no daemon running, `sandboxctl replay` on a copy of its
 // data directory prints, at every sequence number `get` answered, the state `get` showed,
 // and at chosen instants the state of that moment; `diff` names what a pause changed; the
-// copy is byte for byte the same before and after. The same log copied to a topic of the
+// copy is byte for byte the same before and after. Through the daemon (admin scope) replay
+// prints what it prints offline. The same log copied to a topic of the
 // real Kafka broker replays to the same output with --brokers.
 #define BOOST_TEST_MODULE replay_offline
 #include "tests/e2e/e2e_support.hpp"
@@ -56,6 +57,7 @@ struct recorded {
   std::string id;
   std::string copy; // the copied data directory (its log/)
   std::vector<json> gets;
+  std::vector<json> through_daemon; // replay --json through the daemon, before the delete
   temp_dir dir{"replay-copy"};
 };
 
@@ -87,6 +89,9 @@ void record(recorded& r) {
   // While the daemon holds the log, replay reads it too (no lock taken).
   auto live = replay_lines({"--json", "replay", r.id, "--data-dir", d.data()});
   BOOST_TEST(live.back()["state"]["status"] == "paused");
+  // Through the daemon (admin scope), which reads its own log.
+  r.through_daemon = ctl(d, {"--json", "replay", r.id}).lines();
+  BOOST_TEST(r.through_daemon == live);
   set_clock(clock, k_t0 + 50 * k_minute_ns);
   ctl_ok(d, {"delete", r.id});
   BOOST_REQUIRE_EQUAL(d.stop(), 0);
@@ -164,10 +169,18 @@ BOOST_AUTO_TEST_CASE(replay_of_a_copied_data_directory_shows_what_get_answered,
   BOOST_TEST(between.front()["kind"] == "pause_requested");
   BOOST_TEST(between.front()["payload"]["mode"] == "memory");
 
-  // An unknown id is not_found (exit 201); no log given is a usage error.
+  // The daemon's answer before the delete is the prefix of the offline replay.
+  BOOST_REQUIRE(!r.through_daemon.empty());
+  BOOST_REQUIRE_LT(r.through_daemon.size(), steps.size());
+  for (std::size_t i = 0; i < r.through_daemon.size(); ++i)
+    BOOST_TEST(r.through_daemon[i] == steps[i]);
+
+  // An unknown id is not_found (exit 201); points out of order are a usage error.
   auto none = offline({"replay", "sb-nothere", "--data-dir", r.copy});
   BOOST_TEST(none.exit_code == 201, none);
-  BOOST_TEST(offline({"replay", r.id}).exit_code == 200);
+  BOOST_TEST(
+    offline({"diff", r.id, "--data-dir", r.copy, "--from-seq", "3", "--to-seq", "2"}).exit_code ==
+    200);
 
   BOOST_TEST(dir_fingerprint(r.copy) == before);
 
