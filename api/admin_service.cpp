@@ -1,6 +1,6 @@
 // admin_service — the Admin capability (scope "admin"): bills, the audit log and its
-// verification from the read models; the tail of the whole event stream and one sandbox's
-// history, from the log.
+// verification from the read models, the read models verified against the log; the tail of the
+// whole event stream and one sandbox's history, from the log.
 #include "api/service_context.hpp"
 #include "replay/sandbox_history.hpp"
 
@@ -170,6 +170,38 @@ public:
             out[i].setEvent(reader.getRoot<schema::Event>());
             out[i].setPartition(h[i].partition);
             out[i].setOffset(h[i].offset);
+          }
+        });
+    });
+  }
+
+  kj::Promise<void> verifyProjection(VerifyProjectionContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("verifyProjection");
+      std::string name = context.getParams().getName().cStr();
+      if (name.empty())
+        name = "read_models";
+      return ctx_
+        ->on_worker<result<projection_check>>(
+          [store, log = ctx_->log, name] { return store->verify_projection(*log, name); })
+        .then([context](std::shared_ptr<result<projection_check>> r) mutable {
+          auto c = take(std::move(*r));
+          auto results = context.getResults();
+          results.setRowsCompared(c.rows_compared);
+          auto diffs = results.initDifferences(static_cast<unsigned>(c.differences.size()));
+          for (unsigned i = 0; i < c.differences.size(); ++i) {
+            const auto& d = c.differences[i];
+            diffs[i].setTable(d.table);
+            diffs[i].setSide(d.side);
+            diffs[i].setRow(d.row);
+            auto ids = diffs[i].initEvents(static_cast<unsigned>(d.events.size()));
+            for (unsigned j = 0; j < d.events.size(); ++j)
+              ids.set(j, d.events[j]);
+          }
+          auto offsets = results.initOffsets(static_cast<unsigned>(c.offsets.size()));
+          for (unsigned i = 0; i < c.offsets.size(); ++i) {
+            offsets[i].setPartition(c.offsets[i].first);
+            offsets[i].setOffset(c.offsets[i].second);
           }
         });
     });

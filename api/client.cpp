@@ -758,6 +758,26 @@ result<std::vector<streamed_event>> client::history(const std::string& sandbox_i
   });
 }
 
+result<projection_check> client::verify_projection(const std::string& name) {
+  return guarded<projection_check>([&] {
+    auto req = impl_->admin_cap().verifyProjectionRequest();
+    req.setName(name);
+    auto resp = req.send().wait(impl_->ws());
+    projection_check c;
+    c.name = name.empty() ? "read_models" : name;
+    c.rows_compared = resp.getRowsCompared();
+    for (auto d : resp.getDifferences()) {
+      projection_difference out{d.getTable().cStr(), d.getSide().cStr(), d.getRow().cStr(), {}};
+      for (auto id : d.getEvents())
+        out.events.push_back(id.cStr());
+      c.differences.push_back(std::move(out));
+    }
+    for (auto o : resp.getOffsets())
+      c.offsets.emplace_back(o.getPartition(), o.getOffset());
+    return c;
+  });
+}
+
 result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& from, bool follow,
                                  const event_callback& on_event) {
   auto state = std::make_shared<stream_state>();

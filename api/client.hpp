@@ -181,6 +181,9 @@ public:
                            const event_callback& on_event);
   // Every event of one sandbox from the log itself, in log order (not_found when none).
   result<std::vector<streamed_event>> history(const std::string& sandbox_id);
+  // Projection `name` ("" = "read_models") rebuilt into a scratch schema and compared with
+  // the live read models: no differences when they are exact.
+  result<projection_check> verify_projection(const std::string& name = "");
 
   struct impl;
 
