@@ -1,7 +1,9 @@
-// The C++ example consumer (examples/cpp/tail_events.cpp) run as a process against a file log
-// and against a topic of the real Kafka broker holding the same records: it prints every event
-// once (a duplicate record skipped), with its partition, offset, sandbox, sequence and payload
-// type, and both sources print the same lines.
+// The example consumers run as processes. The C++ one (examples/cpp/tail_events.cpp) against a
+// file log and against a topic of the real Kafka broker holding the same records: it prints
+// every event once (a duplicate record skipped), with its partition, offset, sandbox, sequence
+// and payload type, and both sources print the same lines. The Python one
+// (examples/python/tail_events.py, confluent-kafka + pycapnp in the venv of
+// scripts/python-env) prints exactly the C++ one's lines from the same topic.
 #define BOOST_TEST_MODULE tail_events
 #include <boost/test/unit_test.hpp>
 
@@ -32,6 +34,47 @@ std::vector<std::string> sorted_lines(const std::string& out) {
   return v;
 }
 
+// The records: a mixed stream, and the first sandbox's `created` again at the end (a
+// duplicate a consumer drops).
+struct sample {
+  std::vector<events::event> stream = test::mixed_stream(40, 3, 1'700'000'000'000'000'000);
+  std::vector<events::log_record> records;
+  sample() {
+    records = test::to_records(stream);
+    records.push_back({stream.front().sandbox_id, test::encode_record(stream.front())});
+  }
+  // A new topic of the shared broker holding the records.
+  std::string to_topic() const {
+    const std::string topic =
+      "tail-events-" + std::to_string(::getpid()) + "-" + std::to_string(++topics_);
+    events::kafka_log log(test::single_broker_log(test::shared_kafka_bootstrap(), topic, 4));
+    BOOST_REQUIRE(log.append(records).get().ok());
+    return topic;
+  }
+  static inline int topics_ = 0;
+};
+
+std::string python_env_problem() {
+  const std::string build =
+    std::getenv("SANDBOXD_BINARY_DIR") ? std::getenv("SANDBOXD_BINARY_DIR") : SANDBOXD_BUILD_DIR;
+  auto r = test::run_shell(shell_quote(test::source_dir() + "/scripts/python-env") + " " +
+                           shell_quote(build) + " 2>&1");
+  if (r.exit_code != 0)
+    return "the Python environment cannot be made (scripts/python-env): " + r.output;
+  r = test::run_shell(shell_quote(build + "/venv/bin/python") +
+                      " -c 'import capnp, confluent_kafka' 2>&1");
+  if (r.exit_code != 0)
+    return "the venv lacks pycapnp or confluent-kafka: " + r.output;
+  return "";
+}
+
+boost::test_tools::assertion_result python_env(boost::unit_test::test_unit_id) {
+  const auto problem = python_env_problem();
+  boost::test_tools::assertion_result r(problem.empty());
+  r.message() << problem;
+  return r;
+}
+
 std::vector<std::string> tail(const std::string& args) {
   auto r = test::run_shell(std::string(TAIL_EVENTS_BIN) + " " + args + " 2>/dev/null");
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "tail_events " << args << ": " << r.output);
@@ -41,11 +84,9 @@ std::vector<std::string> tail(const std::string& args) {
 } // namespace
 
 BOOST_AUTO_TEST_CASE(prints_every_event_once_from_the_file_log_and_from_kafka) {
-  auto stream = test::mixed_stream(40, 3, 1'700'000'000'000'000'000);
-  // The first sandbox's `created` again at the end: a duplicate a consumer drops.
-  auto dup = stream.front();
-  auto records = test::to_records(stream);
-  records.push_back({dup.sandbox_id, test::encode_record(dup)});
+  const sample s;
+  const auto& stream = s.stream;
+  const auto& records = s.records;
 
   test::temp_dir dir("tail-events");
   {
@@ -74,13 +115,28 @@ BOOST_AUTO_TEST_CASE(prints_every_event_once_from_the_file_log_and_from_kafka) {
   for (const auto& e : stream)
     BOOST_TEST(seen.count(e.event_id) == 1u, e.event_id);
 
-  const std::string topic = "tail-events-" + std::to_string(::getpid());
+  const std::string topic = s.to_topic();
   const auto bootstrap = test::shared_kafka_bootstrap();
-  {
-    events::kafka_log log(test::single_broker_log(bootstrap, topic, 4));
-    BOOST_REQUIRE(log.append(records).get().ok());
-  }
   const auto from_kafka =
     tail("--brokers " + shell_quote(bootstrap) + " --topic " + shell_quote(topic));
   BOOST_TEST(from_kafka == from_file, boost::test_tools::per_element());
+}
+
+BOOST_AUTO_TEST_CASE(the_python_consumer_prints_what_the_cpp_one_prints,
+                     *boost::unit_test::precondition(python_env)) {
+  const sample s;
+  const std::string topic = s.to_topic();
+  const auto bootstrap = test::shared_kafka_bootstrap();
+  const std::string build =
+    std::getenv("SANDBOXD_BINARY_DIR") ? std::getenv("SANDBOXD_BINARY_DIR") : SANDBOXD_BUILD_DIR;
+  auto r = test::run_shell(shell_quote(build + "/venv/bin/python") + " " +
+                           shell_quote(test::source_dir() + "/examples/python/tail_events.py") +
+                           " --brokers " + shell_quote(bootstrap) + " --topic " +
+                           shell_quote(topic) + " 2>/dev/null");
+  BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "tail_events.py: " << r.output);
+  const auto from_python = sorted_lines(r.output);
+  BOOST_TEST(from_python.size() == s.stream.size());
+  const auto from_cpp =
+    tail("--brokers " + shell_quote(bootstrap) + " --topic " + shell_quote(topic));
+  BOOST_TEST(from_python == from_cpp, boost::test_tools::per_element());
 }
