@@ -1,6 +1,12 @@
 // admin_service — the Admin capability (scope "admin"): bills, the audit log and its
-// verification from the read models, and the tail of the whole event stream.
+// verification from the read models, the read models verified against the log; the tail of the
+// whole event stream and one sandbox's history, from the log.
 #include "api/service_context.hpp"
+#include "replay/sandbox_history.hpp"
+
+#include <capnp/serialize.h>
+
+#include <cstring>
 
 namespace sandboxd::api {
 namespace {
@@ -129,6 +135,75 @@ public:
       context.getResults().setHandle(
         start_tail(ctx_, conn_, std::move(from), p.getFollow(), p.getSink()));
       return kj::Promise<void>(kj::READY_NOW);
+    });
+  }
+
+  kj::Promise<void> history(HistoryContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      std::string id = context.getParams().getSandboxId().cStr();
+      using found = result<std::vector<replay::history_entry>>;
+      return ctx_
+        ->on_worker<found>([log = ctx_->log, id]() -> found {
+          try {
+            auto h = replay::read_history(*log, id);
+            if (h.empty())
+              return make_error(errc::not_found, "sandbox " + id + " has no events in " +
+                                                   log->describe() +
+                                                   "; check the sandbox id (sandboxctl list "
+                                                   "--all)");
+            return h;
+          } catch (const std::exception& e) {
+            return make_error(errc::internal, e.what());
+          }
+        })
+        .then([context](std::shared_ptr<found> r) mutable {
+          auto h = take(std::move(*r));
+          auto out = context.getResults().initEvents(static_cast<unsigned>(h.size()));
+          std::string bytes;
+          for (unsigned i = 0; i < h.size(); ++i) {
+            bytes.clear();
+            events::encode_to(h[i].event, bytes);
+            auto words = kj::heapArray<capnp::word>((bytes.size() + 7) / 8);
+            std::memset(words.begin(), 0, words.size() * sizeof(capnp::word));
+            std::memcpy(words.begin(), bytes.data(), bytes.size());
+            capnp::FlatArrayMessageReader reader(words);
+            out[i].setEvent(reader.getRoot<schema::Event>());
+            out[i].setPartition(h[i].partition);
+            out[i].setOffset(h[i].offset);
+          }
+        });
+    });
+  }
+
+  kj::Promise<void> verifyProjection(VerifyProjectionContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("verifyProjection");
+      std::string name = context.getParams().getName().cStr();
+      if (name.empty())
+        name = "read_models";
+      return ctx_
+        ->on_worker<result<projection_check>>(
+          [store, log = ctx_->log, name] { return store->verify_projection(*log, name); })
+        .then([context](std::shared_ptr<result<projection_check>> r) mutable {
+          auto c = take(std::move(*r));
+          auto results = context.getResults();
+          results.setRowsCompared(c.rows_compared);
+          auto diffs = results.initDifferences(static_cast<unsigned>(c.differences.size()));
+          for (unsigned i = 0; i < c.differences.size(); ++i) {
+            const auto& d = c.differences[i];
+            diffs[i].setTable(d.table);
+            diffs[i].setSide(d.side);
+            diffs[i].setRow(d.row);
+            auto ids = diffs[i].initEvents(static_cast<unsigned>(d.events.size()));
+            for (unsigned j = 0; j < d.events.size(); ++j)
+              ids.set(j, d.events[j]);
+          }
+          auto offsets = results.initOffsets(static_cast<unsigned>(c.offsets.size()));
+          for (unsigned i = 0; i < c.offsets.size(); ++i) {
+            offsets[i].setPartition(c.offsets[i].first);
+            offsets[i].setOffset(c.offsets[i].second);
+          }
+        });
     });
   }
 

@@ -181,6 +181,15 @@ std::string read_text(const std::string& path) {
 // The sink of a watch or tail: hands each event to the callback on the client's thread
 // until it says stop or the stream ends. The callback is cleared before the call returns,
 // so an event that arrives later is dropped.
+// An event as the RPC carries it, through the codec (which reads every version's events).
+events::decoded decode_event(schema::Event::Reader event) {
+  capnp::MallocMessageBuilder mb;
+  mb.setRoot(event);
+  auto words = capnp::messageToFlatArray(mb);
+  auto bytes = words.asBytes();
+  return events::decode(bytes.begin(), bytes.size());
+}
+
 struct stream_state {
   const event_callback* callback = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> done;
@@ -205,11 +214,7 @@ public:
     if (!s_->callback)
       return kj::READY_NOW;
     auto p = context.getParams();
-    capnp::MallocMessageBuilder mb;
-    mb.setRoot(p.getEvent());
-    auto words = capnp::messageToFlatArray(mb);
-    auto bytes = words.asBytes();
-    auto d = events::decode(bytes.begin(), bytes.size());
+    auto d = decode_event(p.getEvent());
     if (!d.ok())
       return kj::READY_NOW; // not an event this build can read
     streamed_event e{std::move(d.get()), p.getPartition(), p.getOffset()};
@@ -729,6 +734,46 @@ result<audit_check> client::audit_verify(const std::string& tenant) {
       c.problems.push_back(audit_problem{p.getTenant().cStr(), p.getPartition(), p.getPosition(),
                                          p.getEventId().cStr(), p.getKind().cStr(),
                                          p.getMessage().cStr()});
+    return c;
+  });
+}
+
+result<std::vector<streamed_event>> client::history(const std::string& sandbox_id) {
+  return guarded<std::vector<streamed_event>>([&]() -> result<std::vector<streamed_event>> {
+    auto req = impl_->admin_cap().historyRequest();
+    req.setSandboxId(sandbox_id);
+    auto resp = req.send().wait(impl_->ws());
+    std::vector<streamed_event> out;
+    for (auto e : resp.getEvents()) {
+      auto d = decode_event(e.getEvent());
+      if (!d.ok())
+        return make_error(errc::internal, "the daemon sent " + sandbox_id +
+                                            "'s event at partition " +
+                                            std::to_string(e.getPartition()) + " offset " +
+                                            std::to_string(e.getOffset()) +
+                                            " that does not decode: " + d.failure().message);
+      out.push_back({std::move(d.get()), e.getPartition(), e.getOffset()});
+    }
+    return out;
+  });
+}
+
+result<projection_check> client::verify_projection(const std::string& name) {
+  return guarded<projection_check>([&] {
+    auto req = impl_->admin_cap().verifyProjectionRequest();
+    req.setName(name);
+    auto resp = req.send().wait(impl_->ws());
+    projection_check c;
+    c.name = name.empty() ? "read_models" : name;
+    c.rows_compared = resp.getRowsCompared();
+    for (auto d : resp.getDifferences()) {
+      projection_difference out{d.getTable().cStr(), d.getSide().cStr(), d.getRow().cStr(), {}};
+      for (auto id : d.getEvents())
+        out.events.push_back(id.cStr());
+      c.differences.push_back(std::move(out));
+    }
+    for (auto o : resp.getOffsets())
+      c.offsets.emplace_back(o.getPartition(), o.getOffset());
     return c;
   });
 }

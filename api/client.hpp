@@ -179,6 +179,11 @@ public:
   // without follow once the end offsets as of the call are reached.
   result<std::string> tail(const std::map<std::int32_t, std::int64_t>& from, bool follow,
                            const event_callback& on_event);
+  // Every event of one sandbox from the log itself, in log order (not_found when none).
+  result<std::vector<streamed_event>> history(const std::string& sandbox_id);
+  // Projection `name` ("" = "read_models") rebuilt into a scratch schema and compared with
+  // the live read models: no differences when they are exact.
+  result<projection_check> verify_projection(const std::string& name = "");
 
   struct impl;
 

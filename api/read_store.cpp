@@ -3,7 +3,9 @@
 #include "projections/audit_log.hpp"
 #include "projections/billing_report.hpp"
 #include "projections/pg_array.hpp"
+#include "projections/rebuild.hpp"
 #include "projections/sandbox_row.hpp"
+#include "replay/sandbox_history.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -295,6 +297,44 @@ result<audit_check> read_store::verify(const std::string& tenant) {
       }
       return check;
     });
+}
+
+result<projection_check> read_store::verify_projection(events::event_log& log,
+                                                       const std::string& name) {
+  // The one projection a node runs (node/node.cpp) keeps every read model.
+  if (name != "read_models")
+    return make_error(errc::not_found, "projection '" + name +
+                                         "' does not exist; this sandboxd runs one, "
+                                         "'read_models' (every read model)");
+  projection_check check;
+  check.name = name;
+  projections::rebuild_report report;
+  try {
+    report = projections::rebuild_and_compare(log, conninfo_, schema_, schema_ + "_verify", name);
+  } catch (const pqxx::broken_connection& e) {
+    return make_error(errc::unavailable, std::string("the read models' PostgreSQL cannot be "
+                                                     "reached to verify them (") +
+                                           e.what() + "); retry later");
+  } catch (const std::exception& e) {
+    return make_error(errc::internal, "verifying projection " + name + " failed: " + e.what());
+  }
+  check.rows_compared = report.rows_compared;
+  check.offsets.assign(report.offsets.begin(), report.offsets.end());
+  for (auto& d : report.differences) {
+    projection_difference out{d.table, d.side, d.row, {}};
+    const auto row = nlohmann::json::parse(d.row, nullptr, false);
+    const char* key = d.table == "sandboxes" ? "id" : "sandbox_id";
+    if (row.is_object() && row.contains(key) && row[key].is_string()) {
+      const auto id = row[key].get<std::string>();
+      for (const auto& h : replay::read_history(log, id)) {
+        auto at = report.offsets.find(h.partition);
+        if (at != report.offsets.end() && h.offset < at->second)
+          out.events.push_back(h.event.event_id);
+      }
+    }
+    check.differences.push_back(std::move(out));
+  }
+  return check;
 }
 
 } // namespace sandboxd::api

@@ -1,6 +1,7 @@
 // read_store — the RPC calls answered from the PostgreSQL read models: list (the
 // `sandboxes` read model), bill (projections' billing_report), audit rows and audit
-// verification (projections' audit chain).
+// verification (projections' audit chain), and the verification of the read models against
+// the log (projections' rebuild_and_compare, into the scratch schema "<schema>_verify").
 //
 // Every call blocks on PostgreSQL: the server runs them on worker threads, never on its
 // event loop. Each call takes a connection from a small pool (made on first use, dropped
@@ -12,6 +13,7 @@
 
 #include "api/records.hpp"
 #include "api/result.hpp"
+#include "events/event_log.hpp"
 
 #include <cstdint>
 #include <memory>
@@ -34,6 +36,10 @@ public:
                            bill_grouping by);
   result<audit_page> audit(const audit_query& q);
   result<audit_check> verify(const std::string& tenant);
+  // Rebuilds projection `name` from offset zero of `log` into "<schema>_verify" and compares
+  // it with the live read models in one snapshot. not_found for a projection this daemon
+  // does not run; unavailable when PostgreSQL fails; internal when the log cannot be read.
+  result<projection_check> verify_projection(events::event_log& log, const std::string& name);
 
   // The most rows one page returns.
   static constexpr std::uint32_t k_max_page = 1000;

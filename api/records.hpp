@@ -148,4 +148,24 @@ struct dir_listing {
   bool truncated = false; // more entries than the limit
 };
 
+// --- projections (schemas/api.capnp: Admin.verifyProjection) --------------------------------
+
+// A row only one side has: "live" (the read model holds it, a rebuild would not) or
+// "rebuild" (a rebuild makes it, the read model lacks it). `events`: the ids of the events
+// of the row's sandbox that the comparison covered, in log order (empty for rows of no
+// sandbox).
+struct projection_difference {
+  std::string table;
+  std::string side;
+  std::string row; // JSON, every column
+  std::vector<std::string> events;
+};
+
+struct projection_check {
+  std::string name;
+  std::uint64_t rows_compared = 0;
+  std::vector<projection_difference> differences;             // empty: the read models are exact
+  std::vector<std::pair<std::int32_t, std::int64_t>> offsets; // compared at, per partition
+};
+
 } // namespace sandboxd::api

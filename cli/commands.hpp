@@ -17,6 +17,10 @@ void add_file_commands(command_table& t);
 void add_event_commands(command_table& t);
 // bill, audit, audit verify
 void add_report_commands(command_table& t);
+// replay, diff (from the event log itself: through the daemon, or offline)
+void add_replay_commands(command_table& t);
+// projections verify
+void add_projection_commands(command_table& t);
 // completion, version, and the hidden reference generator
 void add_meta_commands(command_table& t);
 

@@ -44,20 +44,7 @@ void file_log::impl::corrupt(const log_segment& s, std::uint64_t position,
 }
 
 std::vector<std::uint64_t> file_log::impl::segment_numbers() const {
-  std::vector<std::uint64_t> numbers;
-  for (const auto& entry : std::filesystem::directory_iterator(options.dir)) {
-    std::uint64_t n;
-    if (fmt::parse_segment_file_name(entry.path().filename().string(), n))
-      numbers.push_back(n);
-  }
-  std::sort(numbers.begin(), numbers.end());
-  for (std::size_t i = 0; i < numbers.size(); ++i) {
-    if (numbers[i] != i)
-      throw log_fault("file log: segment " + options.dir + "/" + fmt::segment_file_name(i) +
-                      " is missing (the directory holds " + fmt::segment_file_name(numbers[i]) +
-                      " instead); records before it are lost — restore it from a backup");
-  }
-  return numbers;
+  return list_segments(options.dir);
 }
 
 std::vector<fmt::index_entry> file_log::impl::recover_segment(log_segment& seg, bool last) {
@@ -111,16 +98,10 @@ std::vector<fmt::index_entry> file_log::impl::recover_segment(log_segment& seg, 
 void file_log::impl::add_locations(const log_segment& seg, std::uint32_t segment_index,
                                    const std::vector<fmt::index_entry>& entries) {
   for (const auto& e : entries) {
-    if (e.partition >= static_cast<std::uint32_t>(partitions))
-      corrupt(seg, e.position,
-              "a record of partition " + std::to_string(e.partition) + ", but the log has " +
-                std::to_string(partitions));
-    auto& locs = locations[e.partition];
-    if (e.offset != locs.size())
-      corrupt(seg, e.position,
-              "partition " + std::to_string(e.partition) + " offset " + std::to_string(e.offset) +
-                " where offset " + std::to_string(locs.size()) + " belongs");
-    locs.push_back({segment_index, e.position});
+    const std::size_t held = e.partition < locations.size() ? locations[e.partition].size() : 0;
+    if (auto problem = misplaced_entry(e, partitions, held); !problem.empty())
+      corrupt(seg, e.position, problem);
+    locations[e.partition].push_back({segment_index, e.position});
   }
   recovery.records += entries.size();
 }

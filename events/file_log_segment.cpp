@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
@@ -390,6 +391,34 @@ segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size) {
     return scan;
   }
   return scan;
+}
+
+std::vector<std::uint64_t> list_segments(const std::string& dir) {
+  std::vector<std::uint64_t> numbers;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    std::uint64_t n;
+    if (fmt::parse_segment_file_name(entry.path().filename().string(), n))
+      numbers.push_back(n);
+  }
+  std::sort(numbers.begin(), numbers.end());
+  for (std::size_t i = 0; i < numbers.size(); ++i) {
+    if (numbers[i] != i)
+      throw log_fault("file log: segment " + dir + "/" + fmt::segment_file_name(i) +
+                      " is missing (the directory holds " + fmt::segment_file_name(numbers[i]) +
+                      " instead); records before it are lost — restore it from a backup");
+  }
+  return numbers;
+}
+
+std::string misplaced_entry(const fmt::index_entry& e, std::int32_t partitions,
+                            std::size_t records) {
+  if (e.partition >= static_cast<std::uint32_t>(partitions))
+    return "a record of partition " + std::to_string(e.partition) + ", but the log has " +
+           std::to_string(partitions);
+  if (e.offset != records)
+    return "partition " + std::to_string(e.partition) + " offset " + std::to_string(e.offset) +
+           " where offset " + std::to_string(records) + " belongs";
+  return {};
 }
 
 } // namespace sandboxd::events

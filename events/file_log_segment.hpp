@@ -110,4 +110,13 @@ struct segment_scan {
 // whole valid batch. docs/log-format.md has the rule and what it cannot tell apart.
 segment_scan scan_segment(const log_segment& segment, std::uint64_t file_size);
 
+// The numbers of the segment files in `dir`, in order. Throws log_fault naming the first
+// missing one unless they run 0, 1, 2, ... without a gap.
+std::vector<std::uint64_t> list_segments(const std::string& dir);
+
+// Why index entry `e` cannot be the next record of its partition, which holds `records`
+// already, in a log of `partitions` partitions; empty when it can (offsets are dense).
+std::string misplaced_entry(const file_log_format::index_entry& e, std::int32_t partitions,
+                            std::size_t records);
+
 } // namespace sandboxd::events

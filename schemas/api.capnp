@@ -309,6 +309,32 @@ interface Admin {
   tail @3 (from :List(PartitionOffset), follow :Bool, sink :EventSink) -> (handle :Handle);
   # The whole event stream from the given offsets (missing partitions: from 0). Without
   # follow the stream ends (sink.end("caught up")) at the end offsets as of the call.
+
+  history @4 (sandboxId :Text) -> (events :List(LoggedEvent));
+  # Every event of one sandbox (of any tenant, deleted or not), read from the log itself
+  # (never a read model) up to its partition's end as of the call, in log order: what
+  # `sandboxctl replay` and `diff` fold with the state machine (docs/replay.md). NOT_FOUND
+  # when the log holds no event of the sandbox.
+
+  verifyProjection @5 (name :Text) -> (rowsCompared :UInt64, differences :List(RowDifference),
+                                       offsets :List(PartitionOffset));
+  # Rebuilds projection `name` ("read_models") from offset zero of the log into a scratch
+  # schema and compares it with the live read models in one snapshot (docs/projections.md):
+  # no differences when they are exact. NOT_FOUND for an unknown projection, UNAVAILABLE
+  # without PostgreSQL.
+}
+
+struct RowDifference {
+  table @0 :Text;
+  side @1 :Text;                   # "live": only the read model has it; "rebuild": only a rebuild
+  row @2 :Text;                    # JSON, every column
+  events @3 :List(Text);           # ids of the events of the row's sandbox that were compared
+}
+
+struct LoggedEvent {
+  event @0 :Ev.Event;
+  partition @1 :Int32;
+  offset @2 :Int64;
 }
 
 enum BillGrouping {
