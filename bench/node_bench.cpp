@@ -16,6 +16,7 @@
 //
 // Usage: node_bench [--json] [--rate N] [--seconds S]
 #include "node/node.hpp"
+#include "node/runtime_set.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <spdlog/spdlog.h>
@@ -28,8 +29,10 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <future>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_map>
@@ -140,6 +143,95 @@ ac::command command_of(ac::command_body body) {
   return c;
 }
 
+// Interleaved: `rounds` operations through the node's control plane (its actor, the log,
+// the driver) and the same operation on the driver alone, on one running crun sandbox.
+struct op_figures {
+  double node_p50 = 0, driver_p50 = 0;
+};
+
+template <class Node, class Direct>
+op_figures interleaved(int rounds, Node through_node, Direct direct) {
+  std::vector<double> a, b;
+  for (int i = 0; i < rounds + 5; ++i) {
+    auto t0 = steady::now();
+    through_node();
+    auto t1 = steady::now();
+    direct();
+    auto t2 = steady::now();
+    if (i >= 5) { // warm-up rounds left out
+      a.push_back(ms_between(t0, t1));
+      b.push_back(ms_between(t1, t2));
+    }
+  }
+  return {percentile(a, 0.5), percentile(b, 0.5)};
+}
+
+struct exec_write_figures {
+  op_figures exec, write;
+};
+
+// exec -- true and a 4 KiB write through the node and on the driver, on crun.
+std::optional<exec_write_figures> measure_operations(nd::node& n) {
+  ac::command co = command_of(cmd::create{[] {
+    ev::created spec;
+    spec.template_name = "base";
+    spec.limits.memory_mib = 256;
+    spec.limits.cpu_millicores = 500;
+    spec.runtime = ev::runtime_kind::crun;
+    return spec;
+  }()});
+  std::promise<ac::command_reply> made;
+  n.submit("", std::move(co), ac::reply_when::settled,
+           [&](ac::command_reply r) { made.set_value(std::move(r)); });
+  auto r = made.get_future().get();
+  if (!r.ok() || r.state.status != ac::sandbox_status::running) {
+    std::printf("exec/write figures: the crun sandbox did not start (%s)\n",
+                r.failure ? r.failure->message.c_str() : r.state.failure_reason.c_str());
+    return std::nullopt;
+  }
+  const std::string id = r.state.sandbox_id;
+  auto* driver = n.driver(ev::runtime_kind::crun);
+  const ac::caller who{"bench", "bench", "node-bench"};
+  bool failed = false;
+  exec_write_figures f;
+  f.exec = interleaved(
+    200,
+    [&] {
+      ac::exec_request e;
+      e.argv = {"true"};
+      std::promise<ac::op_result<ev::exec_finished>> done;
+      n.plane().exec(id, who, std::move(e), {},
+                     [&](ac::op_result<ev::exec_finished> x) { done.set_value(std::move(x)); });
+      failed |= !done.get_future().get().ok();
+    },
+    [&] {
+      sandboxd::runtime::exec_request e;
+      e.argv = {"true"};
+      failed |= !driver->exec(id, e).ok();
+    });
+  const std::string content(4096, 'x');
+  f.write = interleaved(
+    200,
+    [&] {
+      std::promise<ac::op_result<ev::file_op_finished>> done;
+      n.plane().write_file(
+        id, who, "/workspace/node.bin", content, 0644,
+        [&](ac::op_result<ev::file_op_finished> x) { done.set_value(std::move(x)); });
+      failed |= !done.get_future().get().ok();
+    },
+    [&] { failed |= !driver->write_file(id, "/workspace/driver.bin", content, 0644).ok(); });
+  std::promise<ac::command_reply> gone;
+  ac::command rm = command_of(cmd::remove{});
+  n.submit(id, std::move(rm), ac::reply_when::settled,
+           [&](ac::command_reply x) { gone.set_value(std::move(x)); });
+  gone.get_future().get();
+  if (failed) {
+    std::printf("exec/write figures: an operation failed\n");
+    return std::nullopt;
+  }
+  return f;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
@@ -161,7 +253,11 @@ int main(int argc, char** argv) {
   visibility vis;
   nd::node_config c;
   c.data_dir = dir / "data";
+  // crun beside the hollow driver, where it can run: exec and write through the node.
+  const bool with_crun = !nd::runtime_unavailable(ev::runtime_kind::crun);
   c.runtimes = {ev::runtime_kind::hollow};
+  if (with_crun)
+    c.runtimes.push_back(ev::runtime_kind::crun);
   c.on_append = [&](const auto& keys, const auto& r) { vis.appended(keys, r); };
   c.on_projection_commit = [&](const auto& moved) { vis.committed(moved); };
   nd::node n(c);
@@ -254,13 +350,38 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(st.projectors[i].failures),
                 st.projectors[i].last_error.empty() ? "" : "; last error: ",
                 st.projectors[i].last_error.c_str());
+  std::optional<exec_write_figures> ops;
+  if (with_crun)
+    ops = measure_operations(n);
+  else
+    std::printf("exec/write figures: skipped, crun cannot run here: %s\n",
+                nd::runtime_unavailable(ev::runtime_kind::crun).value_or("").c_str());
+  if (ops)
+    std::printf("exec -- true, p50: through the node %.2f ms, the driver alone %.2f ms (x%.2f, "
+                "target <= 1.10); 4 KiB write, p50: %.2f ms vs %.2f ms (x%.2f, target <= 1.25)\n",
+                ops->exec.node_p50, ops->exec.driver_p50, ops->exec.node_p50 / ops->exec.driver_p50,
+                ops->write.node_p50, ops->write.driver_p50,
+                ops->write.node_p50 / ops->write.driver_p50);
   n.stop();
+  auto figure = [&](std::optional<double> v) {
+    return v ? std::to_string(*v) : std::string("null");
+  };
+  const std::string op_json =
+    ops ? ", \"exec_p50_ms\": " + figure(ops->exec.node_p50) +
+            ", \"driver_exec_p50_ms\": " + figure(ops->exec.driver_p50) +
+            ", \"exec_vs_driver\": " + figure(ops->exec.node_p50 / ops->exec.driver_p50) +
+            ", \"write_4k_p50_ms\": " + figure(ops->write.node_p50) +
+            ", \"driver_write_4k_p50_ms\": " + figure(ops->write.driver_p50) +
+            ", \"write_vs_driver\": " + figure(ops->write.node_p50 / ops->write.driver_p50)
+        : std::string(", \"exec_p50_ms\": null, \"driver_exec_p50_ms\": null, "
+                      "\"exec_vs_driver\": null, \"write_4k_p50_ms\": null, "
+                      "\"driver_write_4k_p50_ms\": null, \"write_vs_driver\": null");
   if (json)
     std::printf("{\"projection_lag_p99_ms\": %.1f, \"projection_lag_p50_ms\": %.1f, "
                 "\"projection_lag_max_ms\": %.1f, \"append_to_visible_p99_ms\": %.1f, "
                 "\"append_to_visible_p50_ms\": %.1f, \"offered_commands_per_s\": %.0f, "
                 "\"commands_per_s\": %.0f, \"lag_samples\": %zu, \"failures\": %llu, "
-                "\"target_projection_lag_p99_ms\": 200}\n",
+                "\"target_projection_lag_p99_ms\": 200%s}\n",
                 p99, p50, max, a99, a50, rate, achieved, lags.size(),
-                static_cast<unsigned long long>(failures.load()));
+                static_cast<unsigned long long>(failures.load()), op_json.c_str());
 }

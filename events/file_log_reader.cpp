@@ -127,7 +127,7 @@ std::string file_log_reader::describe() const {
   return "file log " + impl_->dir + " (read-only)";
 }
 
-void file_log_reader::append(std::vector<log_record>, append_callback done) {
+void file_log_reader::do_append(std::vector<log_record>, append_callback done) {
   done(append_result{{},
                      error{errc::permission_denied,
                            describe() + " is opened read-only; open it with file_log to append"}});
@@ -154,10 +154,8 @@ std::optional<error> file_log_reader::visit(std::int32_t partition, std::int64_t
   return std::nullopt;
 }
 
-read_result file_log_reader::read(std::int32_t partition, std::int64_t from, std::size_t max) {
+read_result file_log_reader::do_read(std::int32_t partition, std::int64_t from, std::size_t max) {
   read_result out;
-  if (max == 0)
-    return out;
   out.failure =
     visit(partition, from, [&](std::int64_t offset, std::string_view key, std::string_view value) {
       out.records.push_back({partition, offset, std::string(key), std::string(value)});
@@ -166,16 +164,13 @@ read_result file_log_reader::read(std::int32_t partition, std::int64_t from, std
   return out;
 }
 
-offset_result file_log_reader::end_offset(std::int32_t partition) {
-  if (auto bad = impl_->check_partition(partition, 0))
-    return {-1, std::move(bad)};
+offset_result file_log_reader::do_end_offset(std::int32_t partition) {
   return {static_cast<std::int64_t>(impl_->locations[partition].size()), std::nullopt};
 }
 
-bool file_log_reader::wait_for(std::int32_t partition, std::int64_t offset,
-                               std::chrono::milliseconds) {
-  auto end = end_offset(partition);
-  return end.ok() && end.offset > offset;
+bool file_log_reader::do_wait_for(std::int32_t partition, std::int64_t offset,
+                                  std::chrono::milliseconds) {
+  return static_cast<std::int64_t>(impl_->locations[partition].size()) > offset;
 }
 
 } // namespace sandboxd::events

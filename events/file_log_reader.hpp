@@ -37,13 +37,7 @@ public:
   file_log_reader(const file_log_reader&) = delete;
   file_log_reader& operator=(const file_log_reader&) = delete;
 
-  using event_log::append;
   std::int32_t partitions() const override;
-  void append(std::vector<log_record> batch, append_callback done) override;
-  read_result read(std::int32_t partition, std::int64_t from, std::size_t max) override;
-  offset_result end_offset(std::int32_t partition) override;
-  bool wait_for(std::int32_t partition, std::int64_t offset,
-                std::chrono::milliseconds timeout) override;
   std::string describe() const override;
 
   // Calls `visit(offset, key, value)` for the records of `partition` from offset `from` on,
@@ -56,6 +50,14 @@ public:
 
   // Bytes of a torn last batch that the reader left out (0 when the log ends cleanly).
   std::uint64_t torn_bytes() const;
+
+protected:
+  // Appends are refused (permission_denied); reads see the log as it was when opened.
+  void do_append(std::vector<log_record> batch, append_callback done) override;
+  read_result do_read(std::int32_t partition, std::int64_t from, std::size_t max) override;
+  offset_result do_end_offset(std::int32_t partition) override;
+  bool do_wait_for(std::int32_t partition, std::int64_t offset,
+                   std::chrono::milliseconds timeout) override;
 
 private:
   struct impl;
