@@ -29,6 +29,8 @@ struct actor_context {
   bool driver_never_blocks = false; // lifecycle steps and samples run on the actor's thread
   journal* journal_ = nullptr;
   worker_pool* pool = nullptr;
+  // Execs run here, not on `pool`: a long exec must not hold a thread lifecycle steps wait for.
+  worker_pool* exec_pool = nullptr;
   timer_queue* timers = nullptr;
   // On the system clock, whatever `clock` is: passivation checks (timer_kind::idle) and
   // retries after a backoff (timer_kind::retry).

@@ -33,6 +33,7 @@ struct control_plane::impl {
   recovery_report report;
   std::unique_ptr<journal> journal_;
   std::unique_ptr<worker_pool> pool;
+  std::unique_ptr<worker_pool> exec_pool;
   std::unique_ptr<timer_queue> timers;
   std::unique_ptr<timer_queue> wakeups;
   actor_context ctx;
@@ -111,6 +112,7 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
 
   m.journal_ = std::make_unique<journal>(*m.options.log);
   m.pool = std::make_unique<worker_pool>(m.options.runtime_threads, "sbd-runtime");
+  m.exec_pool = std::make_unique<worker_pool>(m.options.exec_threads, "sbd-exec");
   if (m.options.scheduler_threads > 0)
     m.config.set("scheduler.max-threads", m.options.scheduler_threads);
   // An idle CAF worker polls its queue 10 times, sleeps 50 us once, then waits on its
@@ -129,6 +131,7 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
   m.ctx.driver_never_blocks = m.options.driver_never_blocks;
   m.ctx.journal_ = m.journal_.get();
   m.ctx.pool = m.pool.get();
+  m.ctx.exec_pool = m.exec_pool.get();
   m.ctx.clock = m.options.clock;
   m.ctx.passivate_after = m.options.passivate_after;
   m.ctx.sample_interval = m.options.storage_sample_interval;
@@ -174,6 +177,7 @@ control_plane::~control_plane() {
   m.system->await_all_actors_done();
   m.timers.reset();
   m.wakeups.reset();
+  m.exec_pool.reset();
   m.pool.reset();
   m.journal_->wait_idle();
   m.journal_.reset();

@@ -72,6 +72,7 @@ struct control_plane_options {
   std::string data_dir;              // snapshots go to <data_dir>/snapshots
   clock_fn clock;                    // empty: the system clock
   std::size_t runtime_threads = 8;   // the blocking pool
+  std::size_t exec_threads = 64;     // execs at once (each holds a thread while it runs)
   std::size_t scheduler_threads = 0; // CAF's; 0: CAF's default
   // The driver's lifecycle calls and usage() are quick in-memory changes that never block
   // (runtime::driver::never_blocks(): the hollow driver without latency or sync, for

@@ -54,7 +54,8 @@ void launch_op(sandbox_actor_state& st, const std::shared_ptr<request>& req) {
   ++(op->is_exec ? st.execs_running : st.ops_running);
   op->correlation_id = req->cmd.correlation_id;
   op->causation_id = req->own_sequence > 0 ? st.id + ":" + std::to_string(req->own_sequence) : "";
-  st.ctx->pool->post([d = driver_of(st), mail = st.mail, id = st.id, op] {
+  auto* pool = op->is_exec && st.ctx->exec_pool ? st.ctx->exec_pool : st.ctx->pool;
+  pool->post([d = driver_of(st), mail = st.mail, id = st.id, op] {
     runtime_result r;
     r.op = op;
     if (!d) {

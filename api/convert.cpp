@@ -210,6 +210,9 @@ void fill(rpc::SandboxInfo::Builder out, const actors::sandbox_state& s) {
   auto hosts = net.initAllowedHosts(static_cast<unsigned>(spec.network.allowed_hosts.size()));
   for (unsigned i = 0; i < spec.network.allowed_hosts.size(); ++i)
     hosts.set(i, spec.network.allowed_hosts[i]);
+  auto env = out.initEnvNames(static_cast<unsigned>(spec.env.size()));
+  for (unsigned i = 0; i < spec.env.size(); ++i)
+    env.set(i, spec.env[i].name);
   out.setWritableBytes(s.writable_layer_bytes);
   out.setFailure(s.failure_reason);
   out.setSequence(s.sequence);

@@ -134,7 +134,7 @@ struct SandboxInfo {
   pausedRetentionNs @11 :Int64;
   onTimeout @12 :Text;             # "delete" | "pause:filesystem" | "pause:memory"
   network @13 :Ev.NetworkPolicy;
-  envNames @14 :List(Text);        # secret values are never returned (empty in this build)
+  envNames @14 :List(Text);        # the sandbox environment's names; values are never returned
   writableBytes @15 :UInt64;       # the latest measured writable layer size
   failure @16 :Text;               # state failed: why
   sequence @17 :UInt64;            # of the last event applied

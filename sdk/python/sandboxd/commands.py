@@ -205,8 +205,9 @@ class AsyncCommands:
     async def connect(self, exec_id: str) -> AsyncCommandHandle:
         """A handle to a command in flight (its output went to whoever started it)."""
         promise = self._sandbox._cap.openExec(exec_id)
+        cap = promise.exec  # pipelined: taken before the promise is awaited (and consumed)
         await self._sandbox._client._call(f"openExec {exec_id}", promise)
-        return AsyncCommandHandle(self._sandbox, promise.exec, exec_id, None)
+        return AsyncCommandHandle(self._sandbox, cap, exec_id, None)
 
     async def kill(self, exec_id: str, signal: int = 0) -> None:
         """Sends `signal` (0: SIGKILL) to every process of the command `exec_id`."""
