@@ -39,9 +39,7 @@ class _Collect(api.ByteSink.Server):  # type: ignore[misc,name-defined]
     def __init__(self) -> None:
         self.content = bytearray()
 
-    # Not a coroutine: a chunk is kept as its call is delivered, so every chunk is in before
-    # the readFile answer (which the daemon sends after the last chunk) is seen.
-    def write(self, data: bytes, **_: Any) -> None:
+    async def write(self, data: bytes, **_: Any) -> None:
         self.content.extend(data)
 
 
