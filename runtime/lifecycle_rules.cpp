@@ -4,9 +4,9 @@ namespace sandboxd::runtime {
 
 outcome<void> check_allowed(const sandbox_info& s, operation op) {
   auto st = s.status;
-  auto refuse = [&](const char* what, const char* todo) -> outcome<void> {
-    return make_error(errc::conflict,
-                      "sandbox " + s.id + " is " + to_string(st) + "; " + todo + " before " + what);
+  auto refuse = [&](const char* what, const char* remedy) -> outcome<void> {
+    return make_error(errc::conflict, "sandbox " + s.id + " is " + to_string(st) + "; " + remedy +
+                                        " before " + what);
   };
   switch (op) {
   case operation::start:

@@ -33,13 +33,13 @@ std::vector<pid_t> host_children(pid_t pid) {
 // Every host process below `root` (not `root` itself), as the tree stands now.
 std::set<pid_t> host_descendants(pid_t root) {
   std::set<pid_t> tree;
-  std::vector<pid_t> todo{root};
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
+  std::vector<pid_t> pending{root};
+  while (!pending.empty()) {
+    pid_t p = pending.back();
+    pending.pop_back();
     for (pid_t c : host_children(p))
       if (tree.insert(c).second)
-        todo.push_back(c);
+        pending.push_back(c);
   }
   return tree;
 }
@@ -49,16 +49,16 @@ std::set<pid_t> host_descendants(pid_t root) {
 void kill_host_tree(pid_t root) {
   std::set<pid_t> tree;
   for (int round = 0; round < 20; ++round) {
-    std::vector<pid_t> todo{root};
+    std::vector<pid_t> pending{root};
     size_t before = tree.size();
-    while (!todo.empty()) {
-      pid_t p = todo.back();
-      todo.pop_back();
+    while (!pending.empty()) {
+      pid_t p = pending.back();
+      pending.pop_back();
       if (tree.insert(p).second || round > 0)
         ::kill(p, SIGSTOP);
       for (pid_t c : host_children(p))
         if (!tree.count(c))
-          todo.push_back(c);
+          pending.push_back(c);
     }
     if (tree.size() == before && round > 0)
       break;
@@ -81,14 +81,14 @@ void add_descendants(std::set<pid_t>& tree, const std::string& ps) {
     if (f >> uid >> p >> pp)
       kids.emplace(pp, p);
   }
-  std::vector<pid_t> todo(tree.begin(), tree.end());
-  while (!todo.empty()) {
-    pid_t p = todo.back();
-    todo.pop_back();
+  std::vector<pid_t> pending(tree.begin(), tree.end());
+  while (!pending.empty()) {
+    pid_t p = pending.back();
+    pending.pop_back();
     auto [b, e] = kids.equal_range(p);
     for (auto it = b; it != e; ++it)
       if (tree.insert(it->second).second)
-        todo.push_back(it->second);
+        pending.push_back(it->second);
   }
 }
 
