@@ -88,7 +88,14 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
         pid = pid_file.read();
       }
-      if (!cli_.signal_exec_tree(cid(id), pid, signal))
+      // Just after start the guard may not have started the program yet: nothing below it
+      // to signal. The exec is registered until it returns, so wait for its program a little.
+      bool signalled = cli_.signal_exec_tree(cid(id), pid, signal);
+      for (int i = 0; !signalled && !pid.empty() && i < 200; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+        signalled = cli_.signal_exec_tree(cid(id), pid, signal);
+      }
+      if (!signalled)
         return make_error(errc::not_found, "exec " + req.exec_id + " in sandbox " + id +
                                              " has no process left to signal");
       return {};
