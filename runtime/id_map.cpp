@@ -69,18 +69,27 @@ void id_ranges::release(id_range r) {
 
 unique_fd make_userns(id_range r) {
   // A child in a new user namespace holds it while the maps are written and it is opened.
+  // It never execs, so it closes every descriptor it inherited but its end of the pipe:
+  // otherwise it would hold the file log's lock, and the write end of another such child's
+  // pipe made by another thread (two children each waiting for the other's end of file).
+  // The pipe is made under the fork lock for the same reason.
   int p[2];
-  if (::pipe2(p, O_CLOEXEC) != 0)
-    fail("pipe2");
-  unique_fd rd(p[0]), wr(p[1]);
   pid_t pid;
+  unique_fd rd, wr;
   {
     auto lock = orphan_reaper::fork_lock();
+    if (::pipe2(p, O_CLOEXEC) != 0)
+      fail("pipe2");
+    rd = unique_fd(p[0]);
+    wr = unique_fd(p[1]);
     pid = static_cast<pid_t>(
       ::syscall(SYS_clone, CLONE_NEWUSER | SIGCHLD, nullptr, nullptr, nullptr, nullptr));
     if (pid == 0) {
       char c;
-      ::close(p[1]);
+      const unsigned keep = static_cast<unsigned>(p[0]);
+      if (keep > 0)
+        ::syscall(SYS_close_range, 0u, keep - 1, 0u);
+      ::syscall(SYS_close_range, keep + 1, ~0u, 0u);
       (void)!::read(p[0], &c, 1); // returns at end of file: the parent is done
       ::_exit(0);
     }
