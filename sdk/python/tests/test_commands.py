@@ -4,6 +4,7 @@ background commands (list, kill, wait, stdin), and timeouts (the command's and t
 client's)."""
 
 import asyncio
+import time
 
 import pytest
 
@@ -83,6 +84,11 @@ def test_a_background_command_is_listed_killed_and_waited_for(sbx: Sandbox) -> N
     h = sbx.commands.run("echo started; sleep 60", background=True)
     assert h.exec_id in [p.exec_id for p in sbx.commands.list()]
     assert h.info().argv == ["/bin/sh", "-c", "echo started; sleep 60"]
+    # Killed once it has printed (a kill before the shell ran echo would leave no output).
+    deadline = time.monotonic() + 30
+    while h.stdout != "started\n" and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert h.stdout == "started\n"
     h.kill()
     r = h.wait()
     assert r.exec_id == h.exec_id
