@@ -7,11 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include "node/node.hpp"
-#include "node/runtime_set.hpp"
-#include "projections/audit_log.hpp"
 #include "projections/billing_report.hpp"
-#include "projections/rebuild.hpp"
-#include "tests/node/node_fixture.hpp"
+#include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
 
 #include <prometheus/metric_family.h>
@@ -27,43 +24,15 @@
 using namespace sandboxd::test;
 using ac::sandbox_status;
 namespace cmd = sandboxd::actors::cmd;
-namespace proj = sandboxd::projections;
-namespace utf = boost::unit_test;
 
 // Every case needs PostgreSQL 15 (embedded, or the binary's private server).
 BOOST_AUTO_TEST_SUITE(node_end_to_end, *utf::precondition(postgres_installed))
 
 namespace {
 
-struct runtime_can_run {
-  ev::runtime_kind kind;
-  boost::test_tools::assertion_result operator()(utf::test_unit_id) const {
-    boost::test_tools::assertion_result r(true);
-    if (::geteuid() != 0) {
-      r = false;
-      r.message() << "real sandboxes need root";
-    } else if (auto why = nd::runtime_unavailable(kind)) {
-      r = false;
-      r.message() << ev::to_string(kind) << " cannot run sandboxes here: " << *why;
-    }
-    return r;
-  }
-};
-
 ev::runtime_kind runsc = ev::runtime_kind::runsc;
 ev::runtime_kind crun = ev::runtime_kind::crun;
 ev::runtime_kind hollow = ev::runtime_kind::hollow;
-
-// Runs `argv` in the sandbox through the driver (the node's exec keeps no output).
-rt::exec_result run_in(nd::node& n, ev::runtime_kind kind, const std::string& id,
-                       std::vector<std::string> argv) {
-  rt::exec_request r;
-  r.argv = std::move(argv);
-  r.timeout = 30s;
-  auto x = n.driver(kind)->exec(id, r);
-  BOOST_REQUIRE_MESSAGE(x.ok(), "exec in " << id << ": " << (x.ok() ? "" : x.err().message));
-  return x.value();
-}
 
 // Starts a background process the tests look for by its command line, "sleep 6001".
 const std::vector<std::string> k_background{"/bin/sh", "-c", "sleep 6001 >/dev/null 2>&1 &"};
@@ -91,40 +60,6 @@ bool mounted(const std::string& point) {
     if (m == point)
       return true;
   return false;
-}
-
-// After a session: the read models equal a rebuild from offset zero, the audit log
-// verifies, and the sandbox's audit rows are its events, one each, with their outcomes.
-void check_read_models(nd::node& n, const std::vector<std::string>& sandboxes) {
-  n.catch_up();
-  const auto report =
-    proj::rebuild_and_compare(n.log(), n.conninfo(), n.schema(), n.schema() + "_rebuild");
-  for (const auto& d : report.differences)
-    BOOST_ERROR("read model differs from a rebuild: " << d.table << " only in " << d.side << ": "
-                                                      << d.row);
-  BOOST_TEST(report.rows_compared > 0u);
-  pqxx::connection c(n.conninfo());
-  pqxx::work tx(c);
-  tx.exec("SET search_path TO " + tx.quote_name(n.schema()));
-  for (const auto& f : proj::verify_audit_log(tx))
-    BOOST_ERROR("audit log: " << f.message);
-  for (const auto& id : sandboxes) {
-    const auto events = events_of(n.log(), id);
-    std::set<std::pair<std::string, std::string>> expected, stored;
-    for (const auto& e : events) {
-      const auto row = proj::audit_row_of(e, n.log().partition_for(id));
-      expected.emplace(row.event_id, row.action + "/" + row.outcome);
-    }
-    for (const auto& r : tx.exec_params("SELECT event_id, action, outcome FROM audit_log WHERE "
-                                        "sandbox_id = $1",
-                                        id))
-      stored.emplace(r[0].as<std::string>(), r[1].as<std::string>() + "/" + r[2].as<std::string>());
-    BOOST_TEST(stored == expected,
-               id << ": audit rows differ from its " << events.size() << " events");
-    const auto row = tx.exec_params("SELECT last_seq FROM sandboxes WHERE id = $1", id);
-    BOOST_REQUIRE_EQUAL(row.size(), 1u);
-    BOOST_TEST(row[0][0].as<std::uint64_t>() == events.back().sequence);
-  }
 }
 
 // Create, exec, both pauses, resume, delete of one sandbox on `kind`, through the node.
@@ -303,91 +238,6 @@ BOOST_AUTO_TEST_CASE(restarted_node_recovers_every_sandbox_on_crun,
 BOOST_AUTO_TEST_CASE(restarted_node_recovers_every_sandbox_on_runsc,
                      *utf::precondition(runtime_can_run{runsc})) {
   restart_recovers(runsc);
-}
-
-namespace {
-
-// Runs an exec through the node's control plane; `out` gets the output as it streams.
-ac::op_result<ev::exec_finished> exec_through(nd::node& n, const std::string& id,
-                                              ac::exec_request x, std::string* out = nullptr) {
-  auto p = std::make_shared<std::promise<ac::op_result<ev::exec_finished>>>();
-  n.plane().exec(
-    id, ac::caller{"t1", "alice", "ops"}, std::move(x),
-    [out](rt::output_stream s, std::string_view d) {
-      if (out && s == rt::output_stream::out)
-        *out += d;
-    },
-    [p](ac::op_result<ev::exec_finished> r) { p->set_value(std::move(r)); });
-  return p->get_future().get();
-}
-
-} // namespace
-
-BOOST_AUTO_TEST_CASE(exec_and_files_through_the_node_on_crun,
-                     *utf::precondition(runtime_can_run{crun})) {
-  node_dir dir;
-  auto cfg = node_config_for(dir, {crun}, false);
-  nd::node n(cfg);
-  n.start();
-  auto c = create_command(crun);
-  std::get<cmd::create>(c.body).spec.env = {{"SANDBOX_LEVEL", "yes", false, std::nullopt},
-                                            {"SECRET_TOKEN", "tok-123", true, std::nullopt}};
-  auto r = n.call("", c);
-  BOOST_REQUIRE_MESSAGE(r.ok(), r.failure->message);
-  const auto id = r.state.sandbox_id;
-
-  ac::exec_request x;
-  x.argv = {"/bin/sh", "-c", "echo $EXEC_VAR; pwd; od -An -tx1 | tr -d ' \n'; exit 42"};
-  x.env = {{"EXEC_VAR", "from-exec", false, std::nullopt}};
-  x.cwd = "/tmp";
-  x.stdin_data = std::string("a\0\xff\xfe", 4);
-  std::string out;
-  auto res = exec_through(n, id, x, &out);
-  BOOST_REQUIRE_MESSAGE(res.ok(), res.failure->message);
-  BOOST_TEST(res.value.exit_code == 42);
-  BOOST_TEST(out == "from-exec\n/tmp\n6100fffe");
-  BOOST_TEST(res.value.stdout_bytes == out.size());
-
-  x = {};
-  x.argv = {"/no/such/binary"};
-  res = exec_through(n, id, x);
-  BOOST_REQUIRE(res.ok());
-  BOOST_TEST(res.value.exit_code == 127);
-
-  x = {};
-  // A timeout ends the exec (whether it ends a process the exec left in the background is
-  // the driver's exec guard's part; not asserted here).
-  x.argv = {"/bin/sh", "-c", "sleep 600 & sleep 600"};
-  x.timeout = 1s;
-  res = exec_through(n, id, x);
-  BOOST_REQUIRE(res.ok());
-  BOOST_TEST(res.value.timed_out);
-
-  // Files: bytes 0-255 round-trip; max_file_bytes and one more.
-  std::string bytes;
-  for (int i = 0; i < 256; ++i)
-    bytes.push_back(static_cast<char>(i));
-  auto wp = std::make_shared<std::promise<ac::op_result<ev::file_op_finished>>>();
-  n.plane().write_file(id, ac::caller{"t1", "alice", "f"}, "/workspace/b.bin", bytes, 0644,
-                       [wp](auto r) { wp->set_value(std::move(r)); });
-  auto w = wp->get_future().get();
-  BOOST_REQUIRE_MESSAGE(w.ok(), w.failure->message);
-  auto rp = std::make_shared<std::promise<ac::op_result<std::string>>>();
-  n.plane().read_file(id, ac::caller{"t1", "alice", "f"}, "/workspace/b.bin",
-                      [rp](auto r) { rp->set_value(std::move(r)); });
-  auto rd = rp->get_future().get();
-  BOOST_REQUIRE(rd.ok());
-  BOOST_TEST((rd.value == bytes));
-  out.clear();
-  x = {};
-  x.argv = {"/bin/sh", "-c", "cat /workspace/b.bin | wc -c"};
-  res = exec_through(n, id, x, &out);
-  BOOST_TEST(out == "256\n", "a process sees the file written through the node");
-  for (const auto& e : events_of(n.log(), id))
-    BOOST_TEST(ev::encode(e).find("tok-123") == std::string::npos, "the secret is never logged");
-  BOOST_REQUIRE(n.call(id, user_command(cmd::remove{})).ok());
-  check_read_models(n, {id});
-  n.stop();
 }
 
 BOOST_AUTO_TEST_CASE(a_node_holds_runsc_and_crun_at_once,
