@@ -34,7 +34,7 @@ struct runtime_can_run {
 
 // Runs `argv` in the sandbox through the driver (the node's exec keeps no output).
 inline rt::exec_result run_in(nd::node& n, ev::runtime_kind kind, const std::string& id,
-                       std::vector<std::string> argv) {
+                              std::vector<std::string> argv) {
   rt::exec_request r;
   r.argv = std::move(argv);
   r.timeout = 30s;
@@ -57,8 +57,8 @@ inline ac::caller tester() {
 }
 
 // Runs an exec through the node's control plane; `out` gets the output as it streams.
-inline ac::op_result<ev::exec_finished> exec_through(nd::node& n, const std::string& id,
-                                              ac::exec_request x, std::string* out = nullptr) {
+inline ac::op_result<ev::exec_finished>
+exec_through(nd::node& n, const std::string& id, ac::exec_request x, std::string* out = nullptr) {
   auto p = std::make_shared<std::promise<ac::op_result<ev::exec_finished>>>();
   n.plane().exec(
     id, ac::caller{"t1", "alice", "ops"}, std::move(x),

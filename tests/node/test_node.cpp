@@ -240,6 +240,74 @@ BOOST_AUTO_TEST_CASE(restarted_node_recovers_every_sandbox_on_runsc,
   restart_recovers(runsc);
 }
 
+namespace {
+
+// Sandboxes whose runtime is changed behind the node's back while it runs, then a restart:
+// recovery records each disagreement with a `failed` event saying what it found, and leaves
+// the sandbox the runtime agrees with alone.
+void recovery_reconciles_the_runtime(ev::runtime_kind kind) {
+  node_dir dir;
+  const auto cfg = node_config_for(dir, {kind}, false);
+  std::string agrees, gone, paused_but_running, memory_gone;
+  {
+    nd::node n(cfg);
+    n.start();
+    auto make = [&] {
+      auto r = n.call("", create_command(kind));
+      BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.failure->message));
+      return r.state.sandbox_id;
+    };
+    agrees = make();
+    gone = make();
+    paused_but_running = make();
+    memory_gone = make();
+    BOOST_REQUIRE(
+      n.call(paused_but_running, user_command(cmd::pause{ev::pause_mode::filesystem})).ok());
+    BOOST_REQUIRE(n.call(memory_gone, user_command(cmd::pause{ev::pause_mode::memory})).ok());
+    auto* d = n.driver(kind);
+    BOOST_REQUIRE(d->remove(gone).ok());
+    BOOST_REQUIRE(d->resume(paused_but_running).ok());
+    BOOST_REQUIRE(d->remove(memory_gone).ok());
+    n.stop();
+  }
+  nd::node n(cfg);
+  n.start();
+  const auto& rec = n.recovery();
+  BOOST_TEST((std::set<std::string>(rec.disagreed.begin(), rec.disagreed.end()) ==
+              std::set<std::string>{gone, paused_but_running, memory_gone}));
+  BOOST_TEST(n.get(agrees, "t1").state.status == sandbox_status::running);
+  BOOST_TEST(n.driver(kind)->inspect(agrees)->status == rt::sandbox_status::running);
+  const std::map<std::string, std::string> found{
+    {gone, "no runtime sandbox"},
+    {paused_but_running, "running where the log says paused (filesystem)"},
+    {memory_gone, "no runtime sandbox"}};
+  for (const auto& [id, what] : found) {
+    BOOST_TEST(n.get(id, "t1").state.status == sandbox_status::failed, id);
+    const auto events = events_of(n.log(), id);
+    const auto* f = std::get_if<ev::failed>(&events.back().body);
+    BOOST_REQUIRE_MESSAGE(f, id << ": the last event is " << ev::type_name(events.back().body));
+    BOOST_TEST((f->step == ev::runtime_step::running));
+    BOOST_TEST(f->reason.find(what) != std::string::npos, id << ": " << f->reason);
+  }
+  // A failed sandbox is deleted as usual, whatever the runtime still holds of it.
+  for (const auto& id : {agrees, gone, paused_but_running, memory_gone})
+    BOOST_REQUIRE(n.call(id, user_command(cmd::remove{})).ok());
+  BOOST_TEST(n.driver(kind)->list()->empty());
+  check_read_models(n, {agrees, gone, paused_but_running, memory_gone});
+  n.stop();
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(recovery_records_what_the_hollow_runtime_disagrees_with) {
+  recovery_reconciles_the_runtime(hollow);
+}
+
+BOOST_AUTO_TEST_CASE(recovery_records_what_the_crun_runtime_disagrees_with,
+                     *utf::precondition(runtime_can_run{crun})) {
+  recovery_reconciles_the_runtime(crun);
+}
+
 BOOST_AUTO_TEST_CASE(a_node_holds_runsc_and_crun_at_once,
                      *utf::precondition(runtime_can_run{crun}) *
                        utf::precondition(runtime_can_run{runsc})) {
@@ -572,9 +640,12 @@ pid_t spawn_worker(const std::string& dir, const nd::node_config& cfg) {
 
 } // namespace
 
-// A node process killed with SIGKILL under load, three times, then a node in this process on
-// the same data directory: every acknowledged command is in the log, every transaction the
-// killed PostgreSQL committed is still there, and the read models catch up exactly.
+// A node process killed with SIGKILL under load (commands, and execs and file writes through
+// the control plane's operations), three times, then a node in this process on the same data
+// directory: every acknowledged command and operation is in the log with its outcome, no exec
+// or change is left without an outcome (those the kills cut short are `interrupted`), every
+// transaction the killed PostgreSQL committed is still there, and the read models catch up
+// exactly.
 BOOST_AUTO_TEST_CASE(embedded_postgres_survives_kill_9_of_the_node_process) {
   node_dir dir;
   auto cfg = node_config_for(dir, {hollow}, true);
@@ -613,6 +684,47 @@ BOOST_AUTO_TEST_CASE(embedded_postgres_survives_kill_9_of_the_node_process) {
     BOOST_TEST(events.size() >= seq, id << " acknowledged at " << seq << ", the log holds "
                                         << events.size() << " events");
   }
+  // Every acknowledged exec and write has its completed outcome in the log.
+  std::map<std::string, std::set<std::string>> ops_of;
+  {
+    std::ifstream ops(dir.path() + "/ops");
+    std::string id, kind, op;
+    while (ops >> id >> kind >> op)
+      ops_of[id].insert(kind + " " + op);
+  }
+  std::size_t acked_ops = 0, interrupted = 0;
+  for (const auto& [id, done] : ops_of)
+    acked_ops += done.size();
+  BOOST_TEST_MESSAGE(acked_ops << " execs and writes acknowledged");
+  BOOST_REQUIRE(acked_ops > 10u);
+  std::set<std::string> sandboxes;
+  for (const auto& [id, seq] : acked)
+    sandboxes.insert(id);
+  for (const auto& [id, done] : ops_of)
+    sandboxes.insert(id);
+  for (const auto& id : sandboxes) {
+    const auto events = events_of(n.log(), id);
+    for (const auto& open : outcomes_missing(events))
+      BOOST_ERROR(id << ": " << open << " is still in flight after recovery");
+    std::set<std::string> completed;
+    for (const auto& e : events) {
+      if (auto* f = std::get_if<ev::exec_finished>(&e.body)) {
+        interrupted += f->outcome == ev::op_outcome::interrupted;
+        if (f->outcome == ev::op_outcome::completed)
+          completed.insert("exec " + f->exec_id);
+      } else if (auto* w = std::get_if<ev::file_op_finished>(&e.body)) {
+        interrupted += w->outcome == ev::op_outcome::interrupted;
+        if (w->outcome == ev::op_outcome::completed)
+          completed.insert("write " + w->op_id);
+      }
+    }
+    for (const auto& op : ops_of[id])
+      BOOST_TEST(completed.count(op) == 1u, id << ": acknowledged " << op
+                                               << " has no completed "
+                                                  "outcome in the log");
+  }
+  BOOST_TEST_MESSAGE(interrupted << " execs and writes recorded as interrupted by recovery");
+  BOOST_TEST(interrupted > 0u, "no kill found an exec or write in flight");
   // Every commit the killed servers acknowledged is still there.
   std::map<std::int32_t, std::int64_t> committed;
   {

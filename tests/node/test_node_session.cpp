@@ -21,8 +21,8 @@
 #include "tests/projections/postgres_installed.hpp"
 
 #include <algorithm>
-#include <csignal>
 #include <condition_variable>
+#include <csignal>
 #include <mutex>
 
 using namespace sandboxd::test;
@@ -58,13 +58,11 @@ struct session {
   }
   ac::op_result<ev::file_op_finished> write(const std::string& id, const std::string& path,
                                             std::string content) {
-    return wait_op<ev::file_op_finished>([&](auto done) {
-      n.plane().write_file(id, tester(), path, std::move(content), 0644, done);
-    });
+    return wait_op<ev::file_op_finished>(
+      [&](auto done) { n.plane().write_file(id, tester(), path, std::move(content), 0644, done); });
   }
   ac::op_result<std::string> read(const std::string& id, const std::string& path) {
-    return wait_op<std::string>(
-      [&](auto done) { n.plane().read_file(id, tester(), path, done); });
+    return wait_op<std::string>([&](auto done) { n.plane().read_file(id, tester(), path, done); });
   }
   ac::op_result<rt::file_info> stat(const std::string& id, const std::string& path) {
     return wait_op<rt::file_info>([&](auto done) { n.plane().stat(id, tester(), path, done); });
@@ -145,10 +143,13 @@ void processes_and_files(session& s) {
   res = exec_through(n, id, x);
   BOOST_REQUIRE(res.ok());
   BOOST_TEST(res.value.timed_out);
-  BOOST_TEST(eventually([&] {
-    return s.run(id, find_process("sleep 6002 ") + "; " + find_process("sleep 6003 ")).empty();
-  }, 10s),
-             "a process of the timed-out exec outlived it");
+  BOOST_TEST(
+    eventually(
+      [&] {
+        return s.run(id, find_process("sleep 6002 ") + "; " + find_process("sleep 6003 ")).empty();
+      },
+      10s),
+    "a process of the timed-out exec outlived it");
 
   // Output reaches the caller while the process runs: the process waits for a file that
   // the test writes only after "first" arrived, and the result comes after all the output.
@@ -192,8 +193,8 @@ void processes_and_files(session& s) {
   // A background exec: its id at once, listed while it runs, killed, its result waited for.
   ac::exec_request bg;
   bg.argv = {"sleep", "6004"};
-  auto started = wait_op<std::string>(
-    [&](auto done) { n.plane().start_exec(id, tester(), bg, nullptr, done); });
+  auto started =
+    wait_op<std::string>([&](auto done) { n.plane().start_exec(id, tester(), bg, nullptr, done); });
   BOOST_REQUIRE_MESSAGE(started.ok(), failure_of(started.failure));
   const auto bg_id = started.value;
   const auto listed = s.execs_in_flight(id);
@@ -203,8 +204,8 @@ void processes_and_files(session& s) {
   auto killed = wait_op<ev::exec_kill_requested>(
     [&](auto done) { n.plane().kill_exec(id, tester(), bg_id, SIGKILL, done); });
   BOOST_REQUIRE_MESSAGE(killed.ok(), failure_of(killed.failure));
-  auto waited = wait_op<ev::exec_finished>(
-    [&](auto done) { n.plane().wait_exec(id, "t1", bg_id, done); });
+  auto waited =
+    wait_op<ev::exec_finished>([&](auto done) { n.plane().wait_exec(id, "t1", bg_id, done); });
   BOOST_REQUIRE_MESSAGE(waited.ok(), failure_of(waited.failure));
   BOOST_TEST(waited.value.signal == SIGKILL);
   BOOST_TEST(s.execs_in_flight(id).count(bg_id) == 0u);
@@ -216,9 +217,8 @@ void processes_and_files(session& s) {
     [&](auto done) { n.plane().make_dir(id, tester(), "/workspace/d/e", true, 0755, done); });
   BOOST_REQUIRE_MESSAGE(made.ok(), failure_of(made.failure));
   BOOST_REQUIRE(s.write(id, "/workspace/d/e/f", "x").ok());
-  auto renamed = wait_op<ev::file_op_finished>([&](auto done) {
-    n.plane().rename_path(id, tester(), "/workspace/d", "/workspace/d2", done);
-  });
+  auto renamed = wait_op<ev::file_op_finished>(
+    [&](auto done) { n.plane().rename_path(id, tester(), "/workspace/d", "/workspace/d2", done); });
   BOOST_REQUIRE_MESSAGE(renamed.ok(), failure_of(renamed.failure));
   BOOST_TEST(s.stat(id, "/workspace/d").failure->code == ev::errc::not_found);
   auto st = s.stat(id, "/workspace/d2/e/f");
@@ -367,8 +367,7 @@ void whole_session(ev::runtime_kind kind) {
   auto refused = n.call("", full);
   BOOST_REQUIRE(!refused.ok());
   BOOST_TEST(refused.failure->code == ev::errc::invalid_argument);
-  BOOST_TEST(refused.failure->message.find("none") != std::string::npos,
-             refused.failure->message);
+  BOOST_TEST(refused.failure->message.find("none") != std::string::npos, refused.failure->message);
 
   // Every sandbox of the session: each operation has its outcome event.
   n.catch_up();
