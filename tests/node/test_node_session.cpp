@@ -54,6 +54,10 @@ struct session {
   std::string create(ac::command c) {
     auto r = n.call("", std::move(c));
     BOOST_REQUIRE_MESSAGE(r.ok(), "create: " << failure_of(r.failure));
+    BOOST_REQUIRE_MESSAGE(r.state.status == sandbox_status::running,
+                          "create: " << r.state.sandbox_id << " is "
+                                     << ac::to_string(r.state.status) << ": "
+                                     << r.state.failure_reason);
     return r.state.sandbox_id;
   }
   ac::op_result<ev::file_op_finished> write(const std::string& id, const std::string& path,
