@@ -223,6 +223,10 @@ void node::start() {
                  "steps finished, {} failed, {} orphans removed)",
                  rec.sandboxes, rec.seconds, rec.events_replayed, rec.finished.size(),
                  rec.failed.size(), rec.orphans_removed.size());
+    for (const auto& id : rec.disagreed)
+      spdlog::warn("control plane: sandbox {} is not in the runtime as the log says; recorded "
+                   "as failed",
+                   id);
 
     // 7. Projectors.
     part = "projectors";
