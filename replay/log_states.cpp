@@ -88,8 +88,8 @@ constexpr std::size_t k_read_chunk = 4096;
 // k_lag records later. Records leave in the order they entered.
 class fold_pipeline {
 public:
-  fold_pipeline(sandbox_states& states, const events::event_log& log)
-      : states_(states), log_(log) {}
+  fold_pipeline(sandbox_states& states, const events::event_log& log, const sequence_bounds* until)
+      : states_(states), log_(log), until_(until) {}
 
   void push(std::int32_t partition, std::int64_t offset, std::string_view key,
             std::string_view value) {
@@ -136,11 +136,17 @@ private:
     // at the middle stage.
     auto& s =
       r.state != nullptr && r.state->sandbox_id == r.key ? *r.state : states_.at(r.key, r.hash);
+    if (until_ != nullptr) {
+      auto bound = until_->find(r.key);
+      if (bound != until_->end() && d.get().sequence > bound->second)
+        return;
+    }
     actors::apply(s, d.get());
   }
 
   sandbox_states& states_;
   const events::event_log& log_;
+  const sequence_bounds* until_;
   std::array<pending, k_lag> ring_{};
   std::size_t head_ = 0;  // records pushed
   std::size_t count_ = 0; // of them not applied yet
@@ -148,9 +154,9 @@ private:
 
 } // namespace
 
-sandbox_states fold_log(events::event_log& log) {
+sandbox_states fold_log(events::event_log& log, const sequence_bounds* until) {
   sandbox_states states;
-  fold_pipeline pipeline(states, log);
+  fold_pipeline pipeline(states, log, until);
   if (auto* file = dynamic_cast<events::file_log_reader*>(&log)) {
     file->visit_all([&](std::int32_t partition, std::int64_t offset, std::string_view key,
                         std::string_view value) {

@@ -23,10 +23,18 @@
 
 #include <cstdint>
 #include <deque>
+#include <functional>
+#include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 namespace sandboxd::replay {
+
+struct id_hash {
+  using is_transparent = void;
+  std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 // Sandbox states by id: open addressing over (hash, index) slots, the states in a deque (their
 // addresses never change as the table grows).
@@ -62,7 +70,11 @@ private:
   std::deque<actors::sandbox_state> states_;
 };
 
-// Every sandbox's state after every record of `log`.
-sandbox_states fold_log(events::event_log& log);
+// The highest sequence to fold per sandbox: events of a listed sandbox past it are left
+// out; unlisted sandboxes are folded whole.
+using sequence_bounds = std::unordered_map<std::string, std::uint64_t, id_hash, std::equal_to<>>;
+
+// Every sandbox's state after every record of `log` (within `until` when given).
+sandbox_states fold_log(events::event_log& log, const sequence_bounds* until = nullptr);
 
 } // namespace sandboxd::replay
