@@ -8,6 +8,7 @@
 #include "node/runtime_quiesce.hpp"
 #include "node/runtime_set.hpp"
 #include "projections/migrations.hpp"
+#include "runtime/data_entry.hpp"
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -153,6 +154,16 @@ void node::start() {
     if (config_.postgres.empty()) {
       embedded_postgres_options o;
       o.dir = *dir_ / "postgres";
+      // The server's user must reach its directory by path; when a directory above the
+      // data directory is closed to it (a data directory under /root or mktemp -d), the
+      // server works through the data directory's entry under /run/sandboxd.
+      if (::geteuid() == 0 && !runtime::ancestors_searchable(dir_->path())) {
+        postgres_entry_ = std::make_unique<runtime::data_entry>(dir_->path(), "/run/sandboxd");
+        o.dir = postgres_entry_->path() + "/postgres";
+        spdlog::info("PostgreSQL: a directory above {} is closed to others; the embedded server "
+                     "works through {}",
+                     dir_->path(), postgres_entry_->path());
+      }
       o.bin_dir = config_.postgres_bin_dir;
       postgres_ = std::make_unique<embedded_postgres>(o);
       conninfo_ = postgres_->conninfo();
@@ -300,6 +311,7 @@ void node::teardown() {
   log_.reset();
   raw_log_.reset();
   postgres_.reset();
+  postgres_entry_.reset();
   dir_.reset();
 }
 

@@ -47,7 +47,6 @@ def test_stdin_bytes_0_to_255_arrive_exact(sbx: Sandbox) -> None:
     assert [int(x) for x in r.stdout.split()] == list(range(256))
 
 
-@pytest.mark.xfail(strict=False, reason="known failure in this build: output chunks sent to the SDK's sink capabilities can reach it after the exec's result (the same cause as files.read); reported xfail until fixed")
 def test_callbacks_get_the_output_in_order(sbx: Sandbox) -> None:
     out, err = [], []
     r = sbx.commands.run("for i in 1 2 3; do echo o$i; echo e$i >&2; done",
@@ -92,7 +91,6 @@ def test_a_background_command_is_listed_killed_and_waited_for(sbx: Sandbox) -> N
     assert h.exec_id not in [p.exec_id for p in sbx.commands.list()]
 
 
-@pytest.mark.xfail(strict=False, reason="known failure in this build: the daemon takes streamed stdin only through the Exec handle start returned, and this writes through a handle from commands.connect; reported xfail until the two agree")
 def test_a_background_command_by_id_and_streamed_stdin(sbx: Sandbox) -> None:
     h = sbx.commands.run(["cat"], background=True, stream_stdin=True)
     other = sbx.commands.connect(h.exec_id)
