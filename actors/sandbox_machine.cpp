@@ -364,9 +364,9 @@ struct evolver {
 
 } // namespace
 
-sandbox_state evolve(sandbox_state s, const events::event& e) {
+void apply(sandbox_state& s, const events::event& e) {
   if (e.sequence <= s.sequence)
-    return s; // a duplicate delivery
+    return; // a duplicate delivery
   if (e.sequence != s.sequence + 1)
     throw std::invalid_argument("sandbox " + s.sandbox_id + ": event sequence " +
                                 std::to_string(e.sequence) + " follows " +
@@ -375,6 +375,10 @@ sandbox_state evolve(sandbox_state s, const events::event& e) {
     s.sandbox_id = e.sandbox_id;
   std::visit(evolver{s, e}, e.body);
   s.sequence = e.sequence;
+}
+
+sandbox_state evolve(sandbox_state s, const events::event& e) {
+  apply(s, e);
   return s;
 }
 

@@ -206,6 +206,11 @@ decision decide(const sandbox_state& s, const command& c, time_point now);
 // the log lost an event, a fault).
 sandbox_state evolve(sandbox_state s, const events::event& e);
 
+// evolve in place: `s` becomes the state after `e` (the same state evolve returns), touching
+// only the fields `e` changes. For folds over many events (recovery, replay), where moving the
+// whole state per event costs more than the event. On a gap it throws before changing `s`.
+void apply(sandbox_state& s, const events::event& e);
+
 // --- what the actor layer derives from the state --------------------------------------------
 
 // The instants at which the timers should fire; empty when the timer does not apply:

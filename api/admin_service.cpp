@@ -1,6 +1,8 @@
 // admin_service — the Admin capability (scope "admin"): bills, the audit log and its
-// verification from the read models, the read models verified against the log; the tail of the
-// whole event stream and one sandbox's history, from the log.
+// verification from the read models, the read models verified against the log, their status
+// and their rebuild; the tail of the whole event stream and one sandbox's history, from the
+// log; the actors' states checked against the log (determinism).
+#include "api/determinism_check.hpp"
 #include "api/service_context.hpp"
 #include "replay/sandbox_history.hpp"
 
@@ -202,6 +204,76 @@ public:
           for (unsigned i = 0; i < c.offsets.size(); ++i) {
             offsets[i].setPartition(c.offsets[i].first);
             offsets[i].setOffset(c.offsets[i].second);
+          }
+        });
+    });
+  }
+
+  kj::Promise<void> projectionStatus(ProjectionStatusContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("projectionStatus");
+      using status = result<std::vector<projection_partition>>;
+      return ctx_
+        ->on_worker<status>([store, log = ctx_->log] { return store->projection_status(*log); })
+        .then([context](std::shared_ptr<status> r) mutable {
+          auto parts = take(std::move(*r));
+          auto out = context.getResults().initPartitions(static_cast<unsigned>(parts.size()));
+          for (unsigned i = 0; i < parts.size(); ++i) {
+            const auto& p = parts[i];
+            out[i].setProjection(p.projection);
+            out[i].setPartition(p.partition);
+            out[i].setOffset(p.offset);
+            out[i].setEndOffset(p.end_offset);
+            out[i].setLagEvents(p.lag_events);
+            out[i].setLagSeconds(p.lag_seconds);
+          }
+        });
+    });
+  }
+
+  kj::Promise<void> rebuildProjection(RebuildProjectionContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      auto* store = need_store("rebuildProjection");
+      std::string name = context.getParams().getName().cStr();
+      if (name.empty())
+        name = "read_models";
+      return ctx_
+        ->on_worker<result<projection_rebuild>>(
+          [store, log = ctx_->log, name] { return store->rebuild_projection(*log, name); })
+        .then([context](std::shared_ptr<result<projection_rebuild>> r) mutable {
+          auto b = take(std::move(*r));
+          auto results = context.getResults();
+          results.setRowsReplaced(b.rows_replaced);
+          auto offsets = results.initOffsets(static_cast<unsigned>(b.offsets.size()));
+          for (unsigned i = 0; i < b.offsets.size(); ++i) {
+            offsets[i].setPartition(b.offsets[i].first);
+            offsets[i].setOffset(b.offsets[i].second);
+          }
+        });
+    });
+  }
+
+  kj::Promise<void> checkDeterminism(CheckDeterminismContext context) override {
+    return plain_call(*ctx_, conn_, [this, context]() mutable {
+      if (!ctx_->plane)
+        throw_error(errc::unavailable, "checkDeterminism needs the node's actors and this "
+                                       "server has none; ask a sandboxd node");
+      std::string id = context.getParams().getSandboxId().cStr();
+      return ctx_
+        ->on_worker<result<determinism_check>>([plane = ctx_->plane, log = ctx_->log, id] {
+          return check_determinism(*plane, *log, id);
+        })
+        .then([context](std::shared_ptr<result<determinism_check>> r) mutable {
+          auto c = take(std::move(*r));
+          auto results = context.getResults();
+          results.setChecked(c.checked);
+          auto out = results.initDifferences(static_cast<unsigned>(c.differences.size()));
+          for (unsigned i = 0; i < c.differences.size(); ++i) {
+            const auto& d = c.differences[i];
+            out[i].setSandboxId(d.sandbox_id);
+            out[i].setField(d.field);
+            out[i].setLive(d.live);
+            out[i].setReplayed(d.replayed);
           }
         });
     });

@@ -780,6 +780,45 @@ result<projection_check> client::verify_projection(const std::string& name) {
   });
 }
 
+result<std::vector<projection_partition>> client::projection_status() {
+  return guarded<std::vector<projection_partition>>([&] {
+    auto resp = impl_->admin_cap().projectionStatusRequest().send().wait(impl_->ws());
+    std::vector<projection_partition> out;
+    for (auto p : resp.getPartitions())
+      out.push_back({p.getProjection().cStr(), p.getPartition(), p.getOffset(), p.getEndOffset(),
+                     p.getLagEvents(), p.getLagSeconds()});
+    return out;
+  });
+}
+
+result<projection_rebuild> client::rebuild_projection(const std::string& name) {
+  return guarded<projection_rebuild>([&] {
+    auto req = impl_->admin_cap().rebuildProjectionRequest();
+    req.setName(name);
+    auto resp = req.send().wait(impl_->ws());
+    projection_rebuild out;
+    out.name = name.empty() ? "read_models" : name;
+    out.rows_replaced = resp.getRowsReplaced();
+    for (auto o : resp.getOffsets())
+      out.offsets.emplace_back(o.getPartition(), o.getOffset());
+    return out;
+  });
+}
+
+result<determinism_check> client::check_determinism(const std::string& sandbox_id) {
+  return guarded<determinism_check>([&] {
+    auto req = impl_->admin_cap().checkDeterminismRequest();
+    req.setSandboxId(sandbox_id);
+    auto resp = req.send().wait(impl_->ws());
+    determinism_check out;
+    out.checked = resp.getChecked();
+    for (auto d : resp.getDifferences())
+      out.differences.push_back(
+        {d.getSandboxId().cStr(), d.getField().cStr(), d.getLive().cStr(), d.getReplayed().cStr()});
+    return out;
+  });
+}
+
 result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& from, bool follow,
                                  const event_callback& on_event) {
   auto state = std::make_shared<stream_state>();

@@ -184,6 +184,13 @@ public:
   // Projection `name` ("" = "read_models") rebuilt into a scratch schema and compared with
   // the live read models: no differences when they are exact.
   result<projection_check> verify_projection(const std::string& name = "");
+  // Every projection's offsets against the log's end offsets, with the lag.
+  result<std::vector<projection_partition>> projection_status();
+  // Projection `name` ("" = "read_models") rebuilt from the log and swapped in for the live
+  // read models in one transaction, while the daemon keeps serving.
+  result<projection_rebuild> rebuild_projection(const std::string& name = "");
+  // The actors' states against their replayed events: one sandbox, or "" for every one.
+  result<determinism_check> check_determinism(const std::string& sandbox_id = "");
 
   struct impl;
 

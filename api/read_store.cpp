@@ -3,6 +3,7 @@
 #include "projections/audit_log.hpp"
 #include "projections/billing_report.hpp"
 #include "projections/pg_array.hpp"
+#include "projections/projection_status.hpp"
 #include "projections/rebuild.hpp"
 #include "projections/sandbox_row.hpp"
 #include "replay/sandbox_history.hpp"
@@ -299,13 +300,63 @@ result<audit_check> read_store::verify(const std::string& tenant) {
     });
 }
 
+namespace {
+
+// The one projection a node runs (node/node.cpp) keeps every read model.
+std::optional<error> unknown_projection(const std::string& name) {
+  if (name == "read_models")
+    return std::nullopt;
+  return error{errc::not_found, "projection '" + name +
+                                  "' does not exist; this sandboxd runs one, 'read_models' "
+                                  "(every read model)"};
+}
+
+// A fault of a call on the projections as its error value.
+template <class F>
+auto projection_call(const std::string& what, F&& f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const pqxx::broken_connection& e) {
+    return make_error(errc::unavailable, "the read models' PostgreSQL cannot be reached for " +
+                                           what + " (" + e.what() + "); retry later");
+  } catch (const std::exception& e) {
+    return make_error(errc::internal, what + " failed: " + e.what());
+  }
+}
+
+} // namespace
+
+result<std::vector<projection_partition>> read_store::projection_status(events::event_log& log) {
+  return projection_call(
+    "the projections' status", [&]() -> result<std::vector<projection_partition>> {
+      std::vector<projection_partition> out;
+      const auto now =
+        std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+      for (const auto& s : projections::projection_status(conninfo_, schema_, log, now))
+        out.push_back(
+          {s.projection, s.partition, s.offset, s.end_offset, s.lag_events(), s.lag_seconds});
+      return out;
+    });
+}
+
+result<projection_rebuild> read_store::rebuild_projection(events::event_log& log,
+                                                          const std::string& name) {
+  if (auto bad = unknown_projection(name))
+    return *bad;
+  return projection_call("rebuilding projection " + name, [&]() -> result<projection_rebuild> {
+    auto r = projections::rebuild_and_replace(log, conninfo_, schema_, schema_ + "_rebuild", name);
+    projection_rebuild out;
+    out.name = name;
+    out.rows_replaced = r.rows_replaced;
+    out.offsets.assign(r.offsets.begin(), r.offsets.end());
+    return out;
+  });
+}
+
 result<projection_check> read_store::verify_projection(events::event_log& log,
                                                        const std::string& name) {
-  // The one projection a node runs (node/node.cpp) keeps every read model.
-  if (name != "read_models")
-    return make_error(errc::not_found, "projection '" + name +
-                                         "' does not exist; this sandboxd runs one, "
-                                         "'read_models' (every read model)");
+  if (auto bad = unknown_projection(name))
+    return *bad;
   projection_check check;
   check.name = name;
   projections::rebuild_report report;

@@ -41,6 +41,15 @@ public:
   // does not run; unavailable when PostgreSQL fails; internal when the log cannot be read.
   result<projection_check> verify_projection(events::event_log& log, const std::string& name);
 
+  // Every projection's offsets against the log's end offsets, with the lag (projections'
+  // projection_status). unavailable when PostgreSQL fails; internal when the log cannot be
+  // read.
+  result<std::vector<projection_partition>> projection_status(events::event_log& log);
+  // Rebuilds projection `name` into "<schema>_rebuild" and replaces the live read models'
+  // rows with it in one transaction (projections' rebuild_and_replace) while the projector
+  // keeps running. not_found, unavailable, internal as verify_projection.
+  result<projection_rebuild> rebuild_projection(events::event_log& log, const std::string& name);
+
   // The most rows one page returns.
   static constexpr std::uint32_t k_max_page = 1000;
 

@@ -168,4 +168,35 @@ struct projection_check {
   std::vector<std::pair<std::int32_t, std::int64_t>> offsets; // compared at, per partition
 };
 
+// Admin.projectionStatus: one projection's position in one log partition.
+struct projection_partition {
+  std::string projection;
+  std::int32_t partition = 0;
+  std::int64_t offset = 0;     // the next offset it applies
+  std::int64_t end_offset = 0; // of the log
+  std::int64_t lag_events = 0;
+  double lag_seconds = 0; // age of the oldest record not applied yet; 0 when caught up
+};
+
+// Admin.rebuildProjection: the live read models replaced by a rebuild from the log.
+struct projection_rebuild {
+  std::string name;
+  std::uint64_t rows_replaced = 0;
+  std::vector<std::pair<std::int32_t, std::int64_t>>
+    offsets; // of the live projection at the switch
+};
+
+// Admin.checkDeterminism: a field whose value the actor holds differently from the replay.
+struct state_difference {
+  std::string sandbox_id;
+  std::string field;
+  std::string live;     // "" when the actor's state leaves the field out
+  std::string replayed; // "" when the replayed state leaves it out
+};
+
+struct determinism_check {
+  std::uint64_t checked = 0; // sandboxes compared
+  std::vector<state_difference> differences;
+};
+
 } // namespace sandboxd::api

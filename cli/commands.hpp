@@ -19,8 +19,10 @@ void add_event_commands(command_table& t);
 void add_report_commands(command_table& t);
 // replay, diff (from the event log itself: through the daemon, or offline)
 void add_replay_commands(command_table& t);
-// projections verify
+// projections status, verify, rebuild
 void add_projection_commands(command_table& t);
+// check determinism
+void add_check_commands(command_table& t);
 // completion, version, and the hidden reference generator
 void add_meta_commands(command_table& t);
 

@@ -1,12 +1,18 @@
-// The read models checked against the log (admin scope): projections verify.
+// The read models against the log (admin scope): projections status, verify and rebuild.
 //
-// verify rebuilds a projection from offset zero into a scratch schema and compares it with
-// the live read models in one snapshot: exit 0 when they are equal, 1 listing each row only
-// one side has, with the events of its sandbox that the comparison covered.
+// status shows, per projection and log partition, the projection's offset, the log's end
+// offset and the lag in events and seconds. verify rebuilds a projection from offset zero
+// into a scratch schema and compares it with the live read models in one snapshot: exit 0
+// when they are equal, 1 listing each row only one side has, with the events of its sandbox
+// that the comparison covered. rebuild replaces the live read models' rows by such a rebuild
+// in one transaction while the daemon keeps serving.
 #include "cli/command_support.hpp"
 #include "cli/command_table.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/table.hpp"
+
+#include <cstdio>
 
 namespace sandboxd::cli {
 namespace {
@@ -41,12 +47,81 @@ std::string check_text(const api::projection_check& c) {
   return out;
 }
 
+json status_json(const std::vector<api::projection_partition>& parts) {
+  json out = json::array();
+  for (const auto& p : parts)
+    out.push_back({{"projection", p.projection},
+                   {"partition", p.partition},
+                   {"offset", p.offset},
+                   {"end_offset", p.end_offset},
+                   {"lag_events", p.lag_events},
+                   {"lag_seconds", p.lag_seconds}});
+  return {{"partitions", out}};
+}
+
+std::string status_text(const std::vector<api::projection_partition>& parts) {
+  std::vector<row> rows;
+  for (const auto& p : parts) {
+    char lag[32];
+    std::snprintf(lag, sizeof lag, "%.1f", p.lag_seconds);
+    rows.push_back({p.projection, std::to_string(p.partition), std::to_string(p.offset),
+                    std::to_string(p.end_offset), std::to_string(p.lag_events), lag});
+  }
+  return render_table({"PROJECTION", "PARTITION", "OFFSET", "END", "LAG", "LAG_SECONDS"}, rows);
+}
+
+json rebuild_json(const api::projection_rebuild& r) {
+  json offsets = json::object();
+  for (const auto& [p, o] : r.offsets)
+    offsets[std::to_string(p)] = o;
+  return {{"name", r.name}, {"rows_replaced", r.rows_replaced}, {"offsets", offsets}};
+}
+
 } // namespace
 
 void add_projection_commands(command_table& t) {
-  auto* group = t.add(t.app(), "projections", "The read models checked against the log (admin)",
-                      "  sandboxctl projections verify", {});
+  auto* group = t.add(t.app(), "projections",
+                      "The read models against the log: status, verify, rebuild (admin)",
+                      "  sandboxctl projections status\n  sandboxctl projections verify", {});
   group->require_subcommand(0, 1);
+  t.add(*group, "status",
+        "Each projection's offset per log partition against the log's end offset, with the lag "
+        "in events and seconds",
+        "  sandboxctl projections status\n"
+        "  sandboxctl --json projections status",
+        [](context& cx) {
+          return with_client(cx, [&](api::client& client) {
+            auto parts = client.projection_status();
+            if (!parts)
+              return cx.fail(parts.err());
+            if (cx.as_json())
+              cx.print(status_json(*parts));
+            else
+              cx.out(status_text(*parts));
+            return k_exit_ok;
+          });
+        });
+  auto rebuilt = std::make_shared<std::string>("read_models");
+  auto* rebuild =
+    t.add(*group, "rebuild",
+          "Rebuild a projection from the log into a scratch schema while sandboxd keeps serving, "
+          "then replace the live read models' rows with it in one transaction",
+          "  sandboxctl projections rebuild read_models", [rebuilt](context& cx) {
+            return with_client(cx, [&](api::client& client) {
+              auto r = client.rebuild_projection(*rebuilt);
+              if (!r)
+                return cx.fail(r.err());
+              if (cx.as_json())
+                cx.print(rebuild_json(*r));
+              else
+                cx.out(r->name + ": rebuilt from the log, " + std::to_string(r->rows_replaced) +
+                       " rows now live\n");
+              return k_exit_ok;
+            });
+          });
+  rebuild->add_option("name", *rebuilt, "the projection (read_models: every read model)")
+    ->required()
+    ->type_name("NAME");
   auto name = std::make_shared<std::string>();
   auto* verify = t.add(
     *group, "verify",

@@ -33,6 +33,10 @@ std::string str(capnp::Text::Reader r) {
   return std::string(r.begin(), r.size());
 }
 
+void set(std::string& to, capnp::Text::Reader r) {
+  to.assign(r.begin(), r.size());
+}
+
 template <class To, class From>
 To open_enum(From v) {
   return static_cast<To>(static_cast<std::uint16_t>(v));
@@ -85,12 +89,13 @@ std::vector<std::string> get_texts(capnp::List<capnp::Text>::Reader l) {
   return v;
 }
 
-payload read_payload(s::Event::Payload::Reader r) {
+// Fills `out` (a default payload) in place: the payload is never moved.
+void read_payload(s::Event::Payload::Reader r, payload& out) {
   using W = s::Event::Payload;
   switch (r.which()) {
   case W::CREATED: {
     auto c = r.getCreated();
-    created p;
+    auto& p = out.emplace<created>();
     p.template_name = str(c.getTemplate());
     auto l = c.getLimits();
     p.limits = {l.getMemoryMib(), l.getCpuMillicores(), l.getPids(), l.getDiskMib()};
@@ -105,34 +110,42 @@ payload read_payload(s::Event::Payload::Reader r) {
     p.runtime = open_enum<runtime_kind>(c.getRuntime());
     p.client_request_id = str(c.getClientRequestId());
     p.env = get_env(c.getEnv());
-    return p;
+    return;
   }
   case W::STARTED:
-    return started{};
+    out = started{};
+    return;
   case W::PAUSE_REQUESTED: {
     auto c = r.getPauseRequested();
-    return pause_requested{open_enum<pause_mode>(c.getMode()),
-                           open_enum<pause_reason>(c.getReason())};
+    out =
+      pause_requested{open_enum<pause_mode>(c.getMode()), open_enum<pause_reason>(c.getReason())};
+    return;
   }
   case W::PAUSED: {
     auto c = r.getPaused();
-    return paused{open_enum<pause_mode>(c.getMode()), c.getWritableLayerBytes()};
+    out = paused{open_enum<pause_mode>(c.getMode()), c.getWritableLayerBytes()};
+    return;
   }
   case W::RESUME_REQUESTED:
-    return resume_requested{};
+    out = resume_requested{};
+    return;
   case W::RESUMED:
-    return resumed{};
+    out = resumed{};
+    return;
   case W::DELETE_REQUESTED:
-    return delete_requested{open_enum<delete_reason>(r.getDeleteRequested().getReason())};
+    out = delete_requested{open_enum<delete_reason>(r.getDeleteRequested().getReason())};
+    return;
   case W::DELETED:
-    return deleted{};
+    out = deleted{};
+    return;
   case W::FAILED: {
     auto c = r.getFailed();
-    return failed{open_enum<runtime_step>(c.getStep()), str(c.getReason())};
+    out = failed{open_enum<runtime_step>(c.getStep()), str(c.getReason())};
+    return;
   }
   case W::EXEC_STARTED: {
     auto c = r.getExecStarted();
-    exec_started p;
+    auto& p = out.emplace<exec_started>();
     p.exec_id = str(c.getExecId());
     p.argv = get_texts(c.getArgv());
     p.working_directory = str(c.getWorkingDirectory());
@@ -142,11 +155,11 @@ payload read_payload(s::Event::Payload::Reader r) {
     p.stdin_sha256 = get_digest(c.getStdinSha256(), "execStarted.stdinSha256");
     p.max_output_bytes = c.getMaxOutputBytes();
     p.background = c.getBackground();
-    return p;
+    return;
   }
   case W::EXEC_FINISHED: {
     auto c = r.getExecFinished();
-    exec_finished p;
+    auto& p = out.emplace<exec_finished>();
     p.exec_id = str(c.getExecId());
     p.exit_code = c.getExitCode();
     p.signal = c.getSignal();
@@ -160,29 +173,30 @@ payload read_payload(s::Event::Payload::Reader r) {
     p.stderr_sha256 = get_digest(c.getStderrSha256(), "execFinished.stderrSha256");
     p.outcome = open_enum<op_outcome>(c.getOutcome());
     p.failure = get_failure(c);
-    return p;
+    return;
   }
   case W::FILE_WRITTEN: {
     auto c = r.getFileWritten();
     auto digest = get_digest(c.getSha256(), "fileWritten.sha256");
     if (!digest)
       throw bad_record{"fileWritten.sha256 has 0 bytes, not 32"};
-    return file_written{str(c.getPath()), c.getBytes(), *digest};
+    out = file_written{str(c.getPath()), c.getBytes(), *digest};
+    return;
   }
   case W::FILE_READ: {
     auto c = r.getFileRead();
-    file_read p;
+    auto& p = out.emplace<file_read>();
     p.path = str(c.getPath());
     p.bytes = c.getBytes();
     p.kind = open_enum<file_read_kind>(c.getKind());
     p.failure = get_failure(c);
     p.sha256 = get_digest(c.getSha256(), "fileRead.sha256");
     p.entries = c.getEntries();
-    return p;
+    return;
   }
   case W::FILE_OP_REQUESTED: {
     auto c = r.getFileOpRequested();
-    file_op_requested p;
+    auto& p = out.emplace<file_op_requested>();
     p.op_id = str(c.getOpId());
     p.kind = open_enum<file_op_kind>(c.getKind());
     p.path = str(c.getPath());
@@ -191,38 +205,43 @@ payload read_payload(s::Event::Payload::Reader r) {
     p.mode = c.getMode();
     p.bytes = c.getBytes();
     p.sha256 = get_digest(c.getSha256(), "fileOpRequested.sha256");
-    return p;
+    return;
   }
   case W::FILE_OP_FINISHED: {
     auto c = r.getFileOpFinished();
-    file_op_finished p;
+    auto& p = out.emplace<file_op_finished>();
     p.op_id = str(c.getOpId());
     p.kind = open_enum<file_op_kind>(c.getKind());
     p.outcome = open_enum<op_outcome>(c.getOutcome());
     p.failure = get_failure(c);
     p.bytes = c.getBytes();
     p.sha256 = get_digest(c.getSha256(), "fileOpFinished.sha256");
-    return p;
+    return;
   }
   case W::EXEC_KILL_REQUESTED: {
     auto c = r.getExecKillRequested();
-    return exec_kill_requested{str(c.getExecId()), c.getSignal()};
+    out = exec_kill_requested{str(c.getExecId()), c.getSignal()};
+    return;
   }
   case W::STORAGE_SAMPLED:
-    return storage_sampled{r.getStorageSampled().getWritableLayerBytes()};
+    out = storage_sampled{r.getStorageSampled().getWritableLayerBytes()};
+    return;
   case W::SNAPSHOT_TAKEN: {
     auto c = r.getSnapshotTaken();
-    return snapshot_taken{str(c.getSnapshotId()), c.getWritableLayerBytes()};
+    out = snapshot_taken{str(c.getSnapshotId()), c.getWritableLayerBytes()};
+    return;
   }
   case W::TIMEOUT_CHANGED:
-    return timeout_changed{get_timeouts(r.getTimeoutChanged().getTimeouts())};
+    out = timeout_changed{get_timeouts(r.getTimeoutChanged().getTimeouts())};
+    return;
   case W::COMMAND_REJECTED: {
     auto c = r.getCommandRejected();
-    return command_rejected{open_enum<command_kind>(c.getCommand()), open_enum<errc>(c.getCode()),
-                            str(c.getMessage())};
+    out = command_rejected{open_enum<command_kind>(c.getCommand()), open_enum<errc>(c.getCode()),
+                           str(c.getMessage())};
+    return;
   }
   }
-  return unknown{static_cast<std::uint16_t>(r.which())};
+  out = unknown{static_cast<std::uint16_t>(r.which())};
 }
 
 decoded invalid(std::string why) {
@@ -241,7 +260,8 @@ decoded decode(const void* data, std::size_t size) {
   thread_local std::vector<capnp::word> aligned;
   const capnp::word* words = static_cast<const capnp::word*>(data);
   if (reinterpret_cast<std::uintptr_t>(data) % alignof(capnp::word) != 0) {
-    aligned.resize(n_words);
+    if (aligned.size() < n_words)
+      aligned.resize(n_words);
     std::memcpy(aligned.data(), data, size);
     words = aligned.data();
   }
@@ -255,21 +275,23 @@ decoded decode(const void* data, std::size_t size) {
     if (reader.getEnd() != words + n_words)
       return invalid("bytes follow the message");
     auto r = reader.getRoot<s::Event>();
-    event e;
-    e.event_id = str(r.getEventId());
-    e.sandbox_id = str(r.getSandboxId());
+    // Made and filled in place: the event is returned without a move.
+    decoded out{std::variant<event, error>(std::in_place_index<0>)};
+    auto& e = std::get<event>(out.value);
+    set(e.event_id, r.getEventId());
+    set(e.sandbox_id, r.getSandboxId());
     e.sequence = r.getSequence();
-    e.tenant = str(r.getTenant());
-    e.principal = str(r.getPrincipal());
+    set(e.tenant, r.getTenant());
+    set(e.principal, r.getPrincipal());
     e.occurred_at = time_point(nanoseconds(r.getOccurredAtNs()));
-    e.correlation_id = str(r.getCorrelationId());
-    e.causation_id = str(r.getCausationId());
+    set(e.correlation_id, r.getCorrelationId());
+    set(e.causation_id, r.getCausationId());
     if (e.sandbox_id.empty())
       return invalid("no sandbox id");
     if (e.sequence == 0)
       return invalid("sequence 0; sequences start at 1");
-    e.body = read_payload(r.getPayload());
-    return decoded{std::move(e)};
+    read_payload(r.getPayload(), e.body);
+    return out;
   } catch (const kj::Exception& ex) {
     return invalid(std::string(ex.getDescription().cStr()));
   } catch (const bad_record& ex) {

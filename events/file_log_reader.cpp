@@ -98,6 +98,18 @@ struct file_log_reader::impl {
     }
   }
 
+  // The record at `loc`, its CRC checked again (the mapping could change under a reader).
+  fmt::record_view record(std::int32_t partition, std::int64_t offset, const location& loc) const {
+    const auto& seg = *segments[loc.segment];
+    fmt::record_view r;
+    if (!fmt::read_record(seg.data() + loc.position, seg.size() - loc.position, r))
+      corrupt(seg, loc.position,
+              "partition " + std::to_string(partition) + " offset " + std::to_string(offset) +
+                ": the record's CRC-32C no longer matches its bytes (the file changed after "
+                "the reader opened it)");
+    return r;
+  }
+
   std::optional<error> check_partition(std::int32_t partition, std::int64_t from) const {
     if (partition >= 0 && partition < partitions && from >= 0)
       return std::nullopt;
@@ -140,18 +152,42 @@ std::optional<error> file_log_reader::visit(std::int32_t partition, std::int64_t
     return bad;
   const auto& locs = m.locations[partition];
   for (auto offset = from; offset < static_cast<std::int64_t>(locs.size()); ++offset) {
-    const auto& loc = locs[offset];
-    const auto& seg = *m.segments[loc.segment];
-    fmt::record_view r;
-    if (!fmt::read_record(seg.data() + loc.position, seg.size() - loc.position, r))
-      m.corrupt(seg, loc.position,
-                "partition " + std::to_string(partition) + " offset " + std::to_string(offset) +
-                  ": the record's CRC-32C no longer matches its bytes (the file changed after "
-                  "the reader opened it)");
+    const auto r = m.record(partition, offset, locs[offset]);
     if (!visit(offset, r.key, r.value))
       break;
   }
   return std::nullopt;
+}
+
+void file_log_reader::visit_all(const any_record_visitor& visit) const {
+  const auto& m = *impl_;
+  // A merge of the partitions' location lists by position in the files: each list is in
+  // file order already (offsets are assigned as records are written). head[p] is the file
+  // position (segment, byte) of partition p's next record, k_done when it has none.
+  constexpr std::uint64_t k_done = ~std::uint64_t{0};
+  auto key = [](const location& l) {
+    return (static_cast<std::uint64_t>(l.segment) << 32) | l.position;
+  };
+  std::vector<std::int64_t> next(m.partitions, 0);
+  std::vector<std::uint64_t> head(m.partitions, k_done);
+  for (std::int32_t p = 0; p < m.partitions; ++p)
+    if (!m.locations[p].empty())
+      head[p] = key(m.locations[p][0]);
+  for (;;) {
+    std::int32_t pick = 0;
+    for (std::int32_t p = 1; p < m.partitions; ++p)
+      if (head[p] < head[pick])
+        pick = p;
+    if (head[pick] == k_done)
+      return;
+    const auto& locs = m.locations[pick];
+    const auto offset = next[pick]++;
+    head[pick] =
+      next[pick] < static_cast<std::int64_t>(locs.size()) ? key(locs[next[pick]]) : k_done;
+    const auto r = m.record(pick, offset, locs[offset]);
+    if (!visit(pick, offset, r.key, r.value))
+      return;
+  }
 }
 
 read_result file_log_reader::do_read(std::int32_t partition, std::int64_t from, std::size_t max) {

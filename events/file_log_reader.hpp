@@ -48,6 +48,14 @@ public:
   std::optional<error> visit(std::int32_t partition, std::int64_t from,
                              const record_visitor& visit) const;
 
+  // Calls `visit(partition, offset, key, value)` for every record of every partition in the
+  // order the records lie in the segments (each partition's records still in offset order):
+  // one sequential pass over the files, where reading partition after partition crosses
+  // every segment once per partition. Stops early when `visit` returns false.
+  using any_record_visitor = std::function<bool(std::int32_t partition, std::int64_t offset,
+                                                std::string_view key, std::string_view value)>;
+  void visit_all(const any_record_visitor& visit) const;
+
   // Bytes of a torn last batch that the reader left out (0 when the log ends cleanly).
   std::uint64_t torn_bytes() const;
 

@@ -1,5 +1,6 @@
 // rebuild — projects the log from offset zero into a fresh schema and compares the result
-// with the live read models, row by row.
+// with the live read models, row by row (rebuild_and_compare), or replaces the live rows by
+// it while the projection keeps running (rebuild_and_replace, below).
 //
 // Both sides cover the same prefix of the log, in one snapshot: the comparison runs in one
 // REPEATABLE READ transaction whose first statement reads the live projection's committed
@@ -48,6 +49,35 @@ const std::vector<std::string>& read_model_tables();
 // sequence_gap); the fresh schema is then left with its tables empty.
 rebuild_report rebuild_and_compare(events::event_log& log, const std::string& conninfo,
                                    const std::string& live_schema, const std::string& fresh_schema,
+                                   const std::string& name = "read_models");
+
+struct replace_report {
+  std::size_t rows_replaced = 0; // rows the live read-model tables hold after the switch
+  // The live projection's next offsets at the switch: the rebuilt rows are the log up to
+  // them, and the live projector continues from them.
+  std::map<std::int32_t, std::int64_t> offsets;
+  int catch_up_rounds = 0; // passes of the scratch projection before the switch
+};
+
+// Rebuilds projection `name` from offset zero into `scratch_schema` while the live read
+// models keep serving and their projector keeps applying, then replaces the live rows with
+// the rebuilt ones in one transaction:
+// - Outside any lock, a projector fills the scratch schema up to the live projection's
+//   offsets, and again up to the new ones while more than k_switch_within records were
+//   applied live meanwhile (at most k_max_catch_up_rounds passes).
+// - The switch transaction locks the live offset rows (FOR UPDATE, as a projector step
+//   does: the live projector waits for it, and resumes from the same offsets after it),
+//   applies the records between the scratch and the live offsets to the scratch schema,
+//   deletes every live read-model row, copies the rebuilt rows in, drops the scratch schema
+//   and commits. Readers see the old rows or the new ones, never a mix (MVCC).
+// The live offsets do not move, so the projector's memory of its own rows stays valid: the
+// rebuild writes, row for row, what the projector would have written from the same events.
+// Throws on a fault; nothing of the live read models changed then.
+inline constexpr std::size_t k_switch_within = 10000;
+inline constexpr int k_max_catch_up_rounds = 5;
+replace_report rebuild_and_replace(events::event_log& log, const std::string& conninfo,
+                                   const std::string& live_schema,
+                                   const std::string& scratch_schema,
                                    const std::string& name = "read_models");
 
 // Compares the read-model tables of two schemas on one server, in one snapshot.

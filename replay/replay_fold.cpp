@@ -12,7 +12,7 @@ std::vector<replay_step> fold_history(const std::string& sandbox_id,
   for (auto& h : history) {
     if (!bound.admits(h.event))
       break;
-    state = actors::evolve(std::move(state), h.event);
+    actors::apply(state, h.event);
     steps.push_back({h.partition, h.offset, std::move(h.event), state});
   }
   return steps;

@@ -331,6 +331,39 @@ interface Admin {
   # schema and compares it with the live read models in one snapshot (docs/projections.md):
   # no differences when they are exact. NOT_FOUND for an unknown projection, UNAVAILABLE
   # without PostgreSQL.
+
+  projectionStatus @6 () -> (partitions :List(ProjectionPartition));
+  # Per projection and log partition: the projection's committed next offset, the log's end
+  # offset, and the lag in events and in seconds (docs/replay.md). UNAVAILABLE without
+  # PostgreSQL.
+
+  rebuildProjection @7 (name :Text) -> (rowsReplaced :UInt64, offsets :List(PartitionOffset));
+  # Rebuilds projection `name` ("read_models") from offset zero of the log into a scratch
+  # schema while the live read models keep serving and the projector keeps applying, then
+  # replaces the live rows by the rebuilt ones in one transaction (docs/replay.md).
+  # `offsets`: where the live projection stood at the switch. NOT_FOUND for an unknown
+  # projection, UNAVAILABLE without PostgreSQL.
+
+  checkDeterminism @8 (sandboxId :Text) -> (checked :UInt64, differences :List(StateDifference));
+  # For sandbox `sandboxId` ("" = every sandbox of the log): the state its actor holds
+  # against the state replayed from its events in the log. No differences when equal.
+  # NOT_FOUND when the log holds no event of the sandbox.
+}
+
+struct ProjectionPartition {
+  projection @0 :Text;
+  partition @1 :Int32;
+  offset @2 :Int64;                # the next offset the projection will apply
+  endOffset @3 :Int64;             # of the log, as of the call
+  lagEvents @4 :Int64;             # endOffset - offset
+  lagSeconds @5 :Float64;          # age of the oldest record not applied yet; 0 when none
+}
+
+struct StateDifference {
+  sandboxId @0 :Text;
+  field @1 :Text;                  # a field of `sandboxctl replay`'s state ("status", ...)
+  live @2 :Text;                   # as the actor holds it; "" when the field is left out
+  replayed @3 :Text;               # as replayed from the log; "" when left out
 }
 
 struct RowDifference {
