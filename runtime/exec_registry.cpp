@@ -11,8 +11,16 @@ exec_registry::entry::~entry() {
   }
   std::lock_guard<std::mutex> g(registry_->mu_);
   if (auto it = registry_->running_.find(key_);
-      it != registry_->running_.end() && it->second == slot_)
+      it != registry_->running_.end() && it->second == slot_) {
     registry_->running_.erase(it);
+    if (registry_->ended_.insert(key_).second) {
+      registry_->ended_order_.push_back(key_);
+      if (registry_->ended_order_.size() > k_ended_kept) {
+        registry_->ended_.erase(registry_->ended_order_.front());
+        registry_->ended_order_.pop_front();
+      }
+    }
+  }
 }
 
 outcome<exec_registry::entry> exec_registry::add(const std::string& id, const std::string& exec_id,
@@ -26,6 +34,7 @@ outcome<exec_registry::entry> exec_registry::add(const std::string& id, const st
   if (!fresh)
     return make_error(errc::conflict, "sandbox " + id + " already runs an exec with id " + exec_id +
                                         "; pick another exec id");
+  added_.notify_all();
   return entry(this, it->first, sl);
 }
 
@@ -35,8 +44,10 @@ outcome<void> exec_registry::signal(const std::string& id, const std::string& ex
                                                 " does not exist; use 1-64 (or 0 to check)");
   std::shared_ptr<slot> sl;
   {
-    std::lock_guard<std::mutex> g(mu_);
-    if (auto it = running_.find(key(id, exec_id)); it != running_.end())
+    const std::string k = key(id, exec_id);
+    std::unique_lock<std::mutex> g(mu_);
+    added_.wait_for(g, k_start_wait, [&] { return running_.count(k) || ended_.count(k); });
+    if (auto it = running_.find(k); it != running_.end())
       sl = it->second;
   }
   auto missing = [&] {

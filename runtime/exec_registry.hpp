@@ -5,14 +5,23 @@
 // signal() calls it, holding the entry's own lock, so the exec's unregistering (the
 // entry's destruction) waits for a signal in progress and a signaller never runs after
 // its exec has returned. An empty exec id is not registered.
+//
+// A signal can arrive before its exec registered: the node answers a start once the exec's
+// exec_started is durable, and the driver's exec begins on another thread after that. A
+// signal for an id that neither runs nor ended recently therefore waits (up to
+// `k_start_wait`) for it to start; one for an exec that ended is not_found at once.
 #pragma once
 
 #include "runtime/errc.hpp"
 
+#include <chrono>
+#include <condition_variable>
+#include <deque>
 #include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <utility>
 
@@ -48,13 +57,19 @@ public:
   // not_found when no such exec runs; signal 0 only checks that it does.
   outcome<void> signal(const std::string& id, const std::string& exec_id, int signal);
 
+  static constexpr std::chrono::milliseconds k_start_wait{2000};
+  static constexpr std::size_t k_ended_kept = 4096;
+
 private:
   static std::string key(const std::string& id, const std::string& exec_id) {
     return id + '\0' + exec_id;
   }
 
   std::mutex mu_;
+  std::condition_variable added_;
   std::map<std::string, std::shared_ptr<slot>> running_;
+  std::set<std::string> ended_; // the last k_ended_kept execs that ended
+  std::deque<std::string> ended_order_;
 };
 
 } // namespace sandboxd::runtime
