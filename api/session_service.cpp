@@ -64,7 +64,7 @@ public:
       : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
 
   kj::Promise<void> create(CreateContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
+    return plain_call(*ctx_, conn_, "Session.create", [this, context]() mutable -> kj::Promise<void> {
       auto& ctx = *ctx_;
       auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
       auto id = new_sandbox_id(*ctx.ledger);
@@ -94,7 +94,7 @@ public:
   }
 
   kj::Promise<void> get(GetContext context) override {
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Session.get", [this, context]() mutable {
       return ctx_->query(context.getParams().getSandboxId(), who_.tenant)
         .then([context](actors::command_reply r) mutable {
           check(r);
@@ -104,7 +104,7 @@ public:
   }
 
   kj::Promise<void> open(OpenContext context) override {
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Session.open", [this, context]() mutable {
       return ctx_->query(context.getParams().getSandboxId(), who_.tenant)
         .then([ctx = ctx_, conn = conn_, who = who_, context](actors::command_reply r) mutable {
           check(r);
@@ -114,7 +114,7 @@ public:
   }
 
   kj::Promise<void> list(ListContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
+    return plain_call(*ctx_, conn_, "Session.list", [this, context]() mutable -> kj::Promise<void> {
       auto& ctx = *ctx_;
       if (!ctx.store)
         throw_error(errc::unavailable,

@@ -503,6 +503,9 @@ BOOST_AUTO_TEST_CASE(prometheus_figures_move_as_calls_are_made, *utf::preconditi
   const auto id = must(c.create(crun_sandbox()), "create").id;
   for (int i = 0; i < 3; ++i)
     must_shell(c, id, "true");
+  std::string missing = id;
+  missing.back() = missing.back() == '0' ? '1' : '0';
+  must_fail(c.get(missing), errc::not_found, "get of a missing id");
   const std::string running = "sandboxd_sandboxes{runtime=\"crun\",state=\"running\"}";
   const std::string execs = "sandboxd_driver_call_seconds_count{call=\"exec\",runtime=\"crun\"}";
   const std::string creates =
@@ -512,10 +515,22 @@ BOOST_AUTO_TEST_CASE(prometheus_figures_move_as_calls_are_made, *utf::preconditi
     after = scrape(port);
     return sample(after, running) >= sample(before, running) + 1;
   }));
+  for (const auto& [k, v] : after)
+    if (k.rfind("sandboxd_sandboxes", 0) == 0 || k.rfind("sandboxd_projection_lag", 0) == 0)
+      BOOST_TEST_MESSAGE(k << " " << v);
   BOOST_TEST(sample(after, creates) >= sample(before, creates) + 1);
   BOOST_TEST(sample(after, execs) >= sample(before, execs) + 3);
   BOOST_TEST(sample(after, "sandboxd_events_appended_total") >
              sample(before, "sandboxd_events_appended_total"));
+  // Calls by method and outcome, and their latency.
+  const std::string exec_ok = "sandboxd_rpc_calls_total{method=\"Sandbox.exec\",outcome=\"ok\"}";
+  const std::string get_missing =
+    "sandboxd_rpc_calls_total{method=\"Session.get\",outcome=\"not_found\"}";
+  const std::string create_seconds =
+    "sandboxd_rpc_call_seconds_count{method=\"Session.create\"}";
+  BOOST_TEST(sample(after, exec_ok) >= sample(before, exec_ok) + 3);
+  BOOST_TEST(sample(after, get_missing) >= sample(before, get_missing) + 1);
+  BOOST_TEST(sample(after, create_seconds) >= sample(before, create_seconds) + 1);
   must(c.remove(id), "delete");
   BOOST_TEST(eventually([&] { return sample(scrape(port), running) == sample(before, running); }));
 }
