@@ -36,8 +36,8 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <map>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>

@@ -102,10 +102,10 @@ kj::Promise<void> observed(service_context& ctx, const char* method, kj::Promise
       c->options.on_call(method, "ok", seconds());
       return kj::READY_NOW;
     },
-                     [c, method, seconds](kj::Exception&& e) -> kj::Promise<void> {
-                       c->options.on_call(method, to_string(from_exception(e).code), seconds());
-                       return kj::mv(e);
-                     });
+    [c, method, seconds](kj::Exception&& e) -> kj::Promise<void> {
+      c->options.on_call(method, to_string(from_exception(e).code), seconds());
+      return kj::mv(e);
+    });
 }
 
 } // namespace

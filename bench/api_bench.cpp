@@ -33,17 +33,17 @@
 #include <kj/async-io.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <algorithm>
 #include <map>
 #include <optional>
 #include <sstream>
-#include <sys/stat.h>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -226,7 +226,8 @@ std::optional<node_figures> measure_node() {
     std::uint64_t got = 0;
     const auto s0 = steady::now();
     auto st = c->exec(
-      id, {.argv = {"head", "-c", std::to_string(k_stream), "/dev/zero"}, .max_output_bytes = k_stream},
+      id,
+      {.argv = {"head", "-c", std::to_string(k_stream), "/dev/zero"}, .max_output_bytes = k_stream},
       [&](api::output_stream, std::string_view b) { got += b.size(); });
     const double stream_s = ms_between(s0, steady::now()) / 1000;
     if (!st.ok() || got != k_stream)
@@ -247,7 +248,8 @@ std::optional<node_figures> measure_node() {
     for (int round = 0; round < 3 && failure.empty(); ++round) {
       std::size_t read = 0;
       const auto r0 = steady::now();
-      auto rd = c->read_file(id, "/workspace/big.bin", [&](std::string_view b) { read += b.size(); });
+      auto rd =
+        c->read_file(id, "/workspace/big.bin", [&](std::string_view b) { read += b.size(); });
       const double s = ms_between(r0, steady::now()) / 1000;
       if (!rd.ok() || read != k_file)
         failure = "read 64 MiB: " + (rd.ok() ? std::to_string(read) + " bytes" : rd.err().message);
@@ -382,14 +384,14 @@ int main(int argc, char** argv) {
       std::printf(" %s %.1f", name.c_str(), us);
   std::printf("  (api_bench: the client and the echo server's idle thread)\n");
   const auto nf = measure_node();
-  const double exec_ratio = nf && nf->driver_exec_p50_ms > 0
-                              ? nf->exec_p50_ms / nf->driver_exec_p50_ms
-                              : 0;
+  const double exec_ratio =
+    nf && nf->driver_exec_p50_ms > 0 ? nf->exec_p50_ms / nf->driver_exec_p50_ms : 0;
   if (nf) {
     std::printf("  exec_p50_ms          %.2f  (Sandbox.exec of true on crun, over RPC)\n",
                 nf->exec_p50_ms);
-    std::printf("  driver_exec_p50_ms   %.2f  (reference: the same exec on the crun driver alone)\n",
-                nf->driver_exec_p50_ms);
+    std::printf(
+      "  driver_exec_p50_ms   %.2f  (reference: the same exec on the crun driver alone)\n",
+      nf->driver_exec_p50_ms);
     std::printf("  exec_vs_driver       %.2f  (target <= 1.3)\n", exec_ratio);
     std::printf("  stream_mib_per_s     %.0f  (head -c 256M /dev/zero streamed to the client)\n",
                 nf->stream_mib_per_s);

@@ -526,8 +526,7 @@ BOOST_AUTO_TEST_CASE(prometheus_figures_move_as_calls_are_made, *utf::preconditi
   const std::string exec_ok = "sandboxd_rpc_calls_total{method=\"Sandbox.exec\",outcome=\"ok\"}";
   const std::string get_missing =
     "sandboxd_rpc_calls_total{method=\"Session.get\",outcome=\"not_found\"}";
-  const std::string create_seconds =
-    "sandboxd_rpc_call_seconds_count{method=\"Session.create\"}";
+  const std::string create_seconds = "sandboxd_rpc_call_seconds_count{method=\"Session.create\"}";
   BOOST_TEST(sample(after, exec_ok) >= sample(before, exec_ok) + 3);
   BOOST_TEST(sample(after, get_missing) >= sample(before, get_missing) + 1);
   BOOST_TEST(sample(after, create_seconds) >= sample(before, create_seconds) + 1);
