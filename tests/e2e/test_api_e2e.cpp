@@ -94,7 +94,7 @@ void persistence_recipe(const std::string& runtime) {
              "mkdir -p /workspace /usr/local/share/e2e && echo in-workspace > /workspace/m.txt "
              "&& echo in-share > /usr/local/share/e2e/m.txt && echo in-etc > /etc/e2e-marker");
   // A process that the filesystem pause must end.
-  must(c.start(id, {.argv = {"sleep", "600"}}), "start sleep 600");
+  const auto sleeper = must(c.start(id, {.argv = {"sleep", "600"}}), "start sleep 600").exec_id;
   auto paused = must(c.pause(id, events::pause_mode::filesystem), "pause filesystem");
   BOOST_TEST(paused.state == "paused");
 
@@ -110,6 +110,9 @@ void persistence_recipe(const std::string& runtime) {
   BOOST_TEST(must(c.resume(id), "resume").state == "running");
   // Fresh processes after a filesystem pause: the sleep is gone; one process sees every file.
   BOOST_TEST(must(c.execs(id), "execs after resume").empty());
+  // The exec the pause ended has an outcome (not a success), or is forgotten.
+  auto ended = c.wait_exec(id, sleeper);
+  BOOST_TEST((ended.ok() ? ended->exit_code != 0 : ended.code() == errc::not_found));
   const auto seen = must_shell(c, id,
                                "cat /workspace/m.txt /usr/local/share/e2e/m.txt /etc/e2e-marker "
                                "/workspace/offline.txt; pgrep sleep || echo no-sleep")
@@ -231,23 +234,22 @@ BOOST_AUTO_TEST_CASE(a_64_mib_file_round_trips_in_chunks_by_sha256) {
   must(c.remove(id), "delete");
 }
 
-// Every Sandbox call, on `id`, through `c`: each answer's code and message.
+// Every Sandbox call, on `id`, through `c` (`exec_id` an exec in flight, `ended_exec_id` one
+// that has ended): each answer's code and message.
 std::vector<std::pair<std::string, error>> every_sandbox_call(api::client& c, const std::string& id,
-                                                              const std::string& exec_id) {
+                                                              const std::string& exec_id,
+                                                              const std::string& ended_exec_id) {
   std::vector<std::pair<std::string, error>> out;
   auto note = [&](const std::string& name, const auto& r) {
     out.emplace_back(name, r.ok() ? error{errc::internal, "succeeded"} : r.err());
   };
   note("get", c.get(id));
-  note("pause", c.pause(id, events::pause_mode::filesystem));
-  note("pause memory", c.pause(id, events::pause_mode::memory));
-  note("resume", c.resume(id));
   note("set_timeouts", c.set_timeouts(id, {.idle_timeout = std::chrono::seconds(5)}));
   note("watch", c.watch(id, 1, [](const api::streamed_event&) { return false; }));
   note("exec", c.exec(id, {.argv = {"true"}}, {}));
   note("start", c.start(id, {.argv = {"true"}}));
   note("execs", c.execs(id));
-  note("wait_exec", c.wait_exec(id, exec_id));
+  note("wait_exec", c.wait_exec(id, ended_exec_id));
   note("kill_exec", c.kill_exec(id, exec_id, 9));
   note("read_file", c.read_file(id, "/workspace/secret.txt", {}));
   note("write_file", write_all(c, id, "/workspace/intruder.txt", "x"));
@@ -256,6 +258,9 @@ std::vector<std::pair<std::string, error>> every_sandbox_call(api::client& c, co
   note("make_dir", c.make_dir(id, "/workspace/d", false));
   note("remove_path", c.remove_path(id, "/workspace/secret.txt", false));
   note("rename", c.rename(id, "/workspace/secret.txt", "/workspace/x"));
+  note("pause", c.pause(id, events::pause_mode::filesystem));
+  note("pause memory", c.pause(id, events::pause_mode::memory));
+  note("resume", c.resume(id));
   note("delete", c.remove(id));
   return out;
 }
@@ -272,13 +277,15 @@ BOOST_AUTO_TEST_CASE(another_tenants_sandbox_is_not_found_to_every_call) {
   const auto id = must(acme.create(crun_sandbox()), "create").id;
   must_shell(acme, id, "mkdir -p /workspace && echo secret > /workspace/secret.txt");
   const auto exec = must(acme.start(id, {.argv = {"sleep", "600"}}), "start sleep").exec_id;
+  const auto ended = must(acme.start(id, {.argv = {"true"}}), "start true").exec_id;
+  must(acme.wait_exec(id, ended), "wait for true");
   // A missing id of the same shape: the answers must not tell them apart.
   std::string missing = id;
   missing.back() = missing.back() == '0' ? '1' : '0';
   must_fail(acme.get(missing), errc::not_found, "get of a missing id");
 
-  const auto theirs = every_sandbox_call(globex, id, exec);
-  const auto none = every_sandbox_call(globex, missing, exec);
+  const auto theirs = every_sandbox_call(globex, id, exec, ended);
+  const auto none = every_sandbox_call(globex, missing, exec, ended);
   BOOST_REQUIRE_EQUAL(theirs.size(), none.size());
   for (std::size_t i = 0; i < theirs.size(); ++i) {
     BOOST_TEST_CONTEXT(theirs[i].first) {
@@ -307,6 +314,8 @@ BOOST_AUTO_TEST_CASE(another_tenants_sandbox_is_not_found_to_every_call) {
   BOOST_TEST_REQUIRE(execs.size() == 1u);
   BOOST_TEST(execs[0].exec_id == exec);
   must(acme.kill_exec(id, exec, 9), "kill");
+  auto killed = must(acme.wait_exec(id, exec), "wait for the killed exec");
+  BOOST_TEST(killed.signal == 9);
   must(acme.remove(id), "delete");
 }
 
@@ -511,10 +520,12 @@ BOOST_AUTO_TEST_CASE(prometheus_figures_move_as_calls_are_made, *utf::preconditi
   const std::string creates =
     "sandboxd_driver_call_seconds_count{call=\"create\",runtime=\"crun\"}";
   std::map<std::string, double> after;
-  BOOST_TEST(eventually([&] {
-    after = scrape(port);
-    return sample(after, running) >= sample(before, running) + 1;
-  }));
+  BOOST_TEST(eventually(
+    [&] {
+      after = scrape(port);
+      return sample(after, running) >= sample(before, running) + 1;
+    },
+    90s));
   for (const auto& [k, v] : after)
     if (k.rfind("sandboxd_sandboxes", 0) == 0 || k.rfind("sandboxd_projection_lag", 0) == 0)
       BOOST_TEST_MESSAGE(k << " " << v);
@@ -531,5 +542,6 @@ BOOST_AUTO_TEST_CASE(prometheus_figures_move_as_calls_are_made, *utf::preconditi
   BOOST_TEST(sample(after, get_missing) >= sample(before, get_missing) + 1);
   BOOST_TEST(sample(after, create_seconds) >= sample(before, create_seconds) + 1);
   must(c.remove(id), "delete");
-  BOOST_TEST(eventually([&] { return sample(scrape(port), running) == sample(before, running); }));
+  BOOST_TEST(
+    eventually([&] { return sample(scrape(port), running) == sample(before, running); }, 90s));
 }
