@@ -1,6 +1,7 @@
 // e2e_support — sandboxctl against a real sandboxd, both as separate processes: the daemon
 // started on a data directory that a guardian cleans whatever happens (node_dir), ready
-// once its socket and development token exist, stopped with SIGTERM; sandboxctl run with
+// once its socket and development token exist, stopped with SIGTERM (or killed with SIGKILL,
+// and started again on the same data directory); sandboxctl run with
 // given arguments, environment and stdin bytes, its stdout, stderr, exit code and wall time
 // captured apart.
 //
