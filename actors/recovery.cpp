@@ -6,8 +6,10 @@
 #include <algorithm>
 #include <chrono>
 #include <future>
+#include <optional>
 #include <stdexcept>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace sandboxd::actors {
@@ -58,10 +60,36 @@ std::vector<events::event> interrupted_outcomes(sandbox_state s, events::time_po
   return out;
 }
 
-// Carries out the interrupted steps of one partition and appends their outcome.
-void reconcile(events::event_log& log, const recovery_drivers& drivers, partition_view& view,
-               events::time_point now, recovery_report& report,
-               std::unordered_set<std::string>& reconciled) {
+// What the node's runtimes hold: a sandbox's status by its id, per driver.
+using runtime_listing =
+  std::unordered_map<const runtime::driver*,
+                     std::unordered_map<std::string, runtime::sandbox_status>>;
+
+// Why the runtime's `found` status of a sandbox that is running or paused in the log (`s`,
+// no step in flight) disagrees with it; empty when it agrees.
+std::optional<std::string> disagreement(const sandbox_state& s,
+                                        std::optional<runtime::sandbox_status> found) {
+  const bool memory = s.pause_mode == events::pause_mode::memory;
+  const auto expected = s.status == sandbox_status::running ? runtime::sandbox_status::running
+                        : memory                            ? runtime::sandbox_status::paused_memory
+                                 : runtime::sandbox_status::paused_filesystem;
+  if (found == expected)
+    return std::nullopt;
+  const std::string logged = s.status == sandbox_status::running ? "running"
+                             : memory                            ? "paused (memory)"
+                                                                 : "paused (filesystem)";
+  const std::string what = found
+                             ? std::string("its runtime sandbox ") + runtime::to_string(*found)
+                             : std::string("no runtime sandbox (its container and layer are gone)");
+  return "at start-up recovery found " + what + " where the log says " + logged +
+         "; its processes and files are not as recorded: delete it";
+}
+
+// Carries out the interrupted steps of one partition and appends their outcome; a running or
+// paused sandbox the runtime disagrees with gets a `failed` event saying what was found.
+void reconcile(events::event_log& log, const recovery_drivers& drivers,
+               const runtime_listing& listed, partition_view& view, events::time_point now,
+               recovery_report& report, std::unordered_set<std::string>& reconciled) {
   std::vector<events::event> emitted;
   for (auto& [id, r] : view.sandboxes) {
     // The view's state follows the log (replay_tail below); `state` is it plus what this
@@ -76,8 +104,28 @@ void reconcile(events::event_log& log, const recovery_drivers& drivers, partitio
       emitted.insert(emitted.end(), outcomes.begin(), outcomes.end());
     }
     auto step = step_in_flight(state);
-    if (!step)
+    if (!step) {
+      auto* driver = drivers.for_kind(state.spec.runtime);
+      auto held = driver ? listed.find(driver) : listed.end();
+      if (held == listed.end() ||
+          (state.status != sandbox_status::running && state.status != sandbox_status::paused))
+        continue; // no driver of its kind here: nothing to compare with
+      auto it = held->second.find(id);
+      auto why = disagreement(state, it == held->second.end()
+                                       ? std::nullopt
+                                       : std::optional<runtime::sandbox_status>(it->second));
+      if (!why)
+        continue;
+      auto d = decide(state, system_command(state, cmd::runtime_failed{*why, true}), now);
+      if (!d.ok())
+        throw std::logic_error("recovery: the state machine rejected what it found of sandbox " +
+                               id + ": " + d.failure().message);
+      for (const auto& e : d.emitted())
+        emitted.push_back(e);
+      report.disagreed.push_back(id);
+      reconciled.insert(id);
       continue;
+    }
     auto* driver = drivers.for_kind(state.spec.runtime);
     auto result = driver ? run_step(*driver, state, *step)
                          : command_body{cmd::runtime_failed{
@@ -185,11 +233,22 @@ recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers
   }
   out.report.replay_seconds =
     std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  auto listings = listing.get();
+  out.report.runtime_list_seconds = list_seconds;
+  runtime_listing listed;
+  for (auto& [driver, found] : listings) {
+    if (!found)
+      throw std::runtime_error("recovery cannot list the " + std::string(driver->name()) +
+                               " runtime's sandboxes: " + found.err().message);
+    auto& by_id = listed[driver];
+    for (const auto& info : found.value())
+      by_id.emplace(info.id, info.status);
+  }
   std::unordered_set<std::string> owned, reconciled;
   for (auto& view : views) {
     out.report.from_snapshot += view.from_snapshot;
     out.report.events_replayed += view.events_replayed;
-    reconcile(log, drivers, view, now, out.report, reconciled);
+    reconcile(log, drivers, listed, view, now, out.report, reconciled);
     out.sandboxes.reserve(out.sandboxes.size() + view.sandboxes.size());
     for (auto& [id, r] : view.sandboxes) {
       recovered_entry e;
@@ -205,13 +264,8 @@ recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers
     }
     view.sandboxes.clear();
   }
-  auto listings = listing.get();
-  out.report.runtime_list_seconds = list_seconds;
-  for (auto& [driver, listed] : listings) {
-    if (!listed)
-      throw std::runtime_error("recovery cannot list the " + std::string(driver->name()) +
-                               " runtime's sandboxes: " + listed.err().message);
-    for (const auto& info : listed.value()) {
+  for (auto& [driver, found] : listings) {
+    for (const auto& info : found.value()) {
       // A sandbox recovery itself just carried through a step is accounted for already.
       if (owned.count(info.id) || reconciled.count(info.id))
         continue;

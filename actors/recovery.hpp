@@ -9,6 +9,9 @@
 //   outcome — finished or failed — was appended to the log as events.
 // - No exec and no file change is in flight: each one a crash interrupted got its outcome
 //   event, `interrupted` (never success: whether it took effect is unknown).
+// - A sandbox running or paused in the log whose runtime does not hold it in that state (no
+//   runtime sandbox, its processes ended, another state) got a `failed` event (step
+//   `running`) saying what was found. A kind with no driver here is not compared.
 // - Every runtime sandbox that no live sandbox owns (unknown to the log, or deleted) was
 //   removed and is named in the report.
 // Blocking: call it before the actor system takes commands, never on a CAF thread.
@@ -42,6 +45,9 @@ struct recovery_report {
   std::vector<std::string> orphans_removed;
   // Sandboxes with execs or file changes in flight, each recorded as interrupted.
   std::vector<std::string> interrupted;
+  // Running or paused sandboxes the runtime disagreed with (no container, processes ended,
+  // another state), each recorded as failed with what was found.
+  std::vector<std::string> disagreed;
   double seconds = 0;
   double replay_seconds = 0;       // snapshots loaded and tails replayed (all partitions)
   double runtime_list_seconds = 0; // driver.list(), which runs during the replay

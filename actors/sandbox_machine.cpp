@@ -155,32 +155,69 @@ struct decider {
     return accept(events::snapshot_taken{x.snapshot_id, x.writable_layer_bytes});
   }
 
+  // `p` ends the sandbox's processes (a filesystem pause, a delete, a failure): each exec in
+  // flight gets its outcome first — failed, saying so — as no result of it will be accepted
+  // after `p`; with `files` (a delete) each file change in flight too.
+  decision ending_operations(events::payload p, const std::string& ended_by, bool files) const {
+    emitter out(s, c, now);
+    const auto why = events::make_error(errc::conflict, "sandbox " + s.sandbox_id + " " + ended_by +
+                                                          " while it ran");
+    for (const auto& id : s.execs_in_flight) {
+      events::exec_finished f;
+      f.exec_id = id;
+      f.exit_code = -1;
+      f.outcome = events::op_outcome::failed;
+      f.failure = why;
+      out.add(std::move(f));
+    }
+    if (files)
+      for (const auto& op : s.file_ops_in_flight) {
+        events::file_op_finished f;
+        f.op_id = op.op_id;
+        f.kind = op.kind;
+        f.outcome = events::op_outcome::failed;
+        f.failure = why;
+        out.add(std::move(f));
+      }
+    return out.add(std::move(p)).done();
+  }
+
   // Runtime results are accepted only for the step in flight; anything else is stale.
+  decision stale(std::string_view what) const {
+    return reject(conflict(s, what, "the runtime result is stale; ignore it"));
+  }
   decision runtime_result(status expected, std::string_view what, events::payload p) const {
     if (s.status != expected)
-      return reject(conflict(s, what, "the runtime result is stale; ignore it"));
+      return stale(what);
     return accept(std::move(p));
   }
   decision operator()(const cmd::runtime_started&) const {
     return runtime_result(status::creating, "record started", events::started{});
   }
   decision operator()(const cmd::runtime_paused& x) const {
-    return runtime_result(status::pausing, "record paused",
-                          events::paused{s.pause_mode, x.writable_layer_bytes});
+    if (s.status != status::pausing)
+      return stale("record paused");
+    events::paused p{s.pause_mode, x.writable_layer_bytes};
+    if (s.pause_mode == events::pause_mode::memory)
+      return accept(p); // its processes are kept, and its execs with them
+    return ending_operations(p, "was paused (filesystem), which ended its processes,", false);
   }
   decision operator()(const cmd::runtime_resumed&) const {
     return runtime_result(status::resuming, "record resumed", events::resumed{});
   }
   decision operator()(const cmd::runtime_deleted&) const {
-    return runtime_result(status::deleting, "record deleted", events::deleted{});
+    if (s.status != status::deleting)
+      return stale("record deleted");
+    return ending_operations(events::deleted{}, "was deleted", true);
   }
   decision operator()(const cmd::runtime_failed& x) const {
     auto step = step_in_flight(s);
-    if (!step && s.status == status::running)
+    // `running` names no step: the sandbox was found dead or changed outside one.
+    if (!step && (s.status == status::running || (x.at_recovery && s.status == status::paused)))
       step = events::runtime_step::running;
     if (!step)
       return reject(conflict(s, "record a runtime failure", "no runtime step is in flight"));
-    return accept(events::failed{*step, x.reason});
+    return ending_operations(events::failed{*step, x.reason}, "failed (" + x.reason + ")", false);
   }
 
   decision operator()(const cmd::storage_sampled& x) const { return accept(x); }

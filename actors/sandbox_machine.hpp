@@ -153,6 +153,10 @@ struct runtime_resumed {};
 struct runtime_deleted {};
 struct runtime_failed {
   std::string reason;
+  // Recovery compared the runtime with the log and found the sandbox not as the log says
+  // (its container gone, its processes ended, another state): also accepted in paused,
+  // where no step can fail. The reason says what was found.
+  bool at_recovery = false;
 };
 using exec_finished = events::exec_finished;
 using storage_sampled = events::storage_sampled;

@@ -246,6 +246,7 @@ public:
               std::string_view(reinterpret_cast<const char*>(data.begin()), data.size()));
     return kj::READY_NOW;
   }
+  kj::Promise<void> done(DoneContext) override { return kj::READY_NOW; }
 
 private:
   std::shared_ptr<const output_callback*> on_;
@@ -262,6 +263,7 @@ public:
       (**on_)(std::string_view(reinterpret_cast<const char*>(data.begin()), data.size()));
     return kj::READY_NOW;
   }
+  kj::Promise<void> done(DoneContext) override { return kj::READY_NOW; }
 
 private:
   std::shared_ptr<const chunk_callback*> on_;

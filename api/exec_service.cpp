@@ -15,6 +15,7 @@
 #include "api/convert.hpp"
 #include "api/sandbox_ops.hpp"
 
+#include <algorithm>
 #include <condition_variable>
 #include <csignal>
 #include <deque>
@@ -51,14 +52,17 @@ public:
     q_->room.notify_all();
   }
 
-  // Resolves once every chunk is sent and the exec has finished, or the sink failed.
+  // Resolves once every chunk is sent and the sink has answered `done` after the exec
+  // finished, or the sink failed.
   kj::Promise<void> run() {
     std::pair<runtime::output_stream, std::string> chunk;
     {
       std::lock_guard l(q_->mu);
       if (q_->chunks.empty()) {
-        if (q_->finished || q_->closed)
+        if (q_->closed)
           return kj::READY_NOW;
+        if (q_->finished)
+          return end_stream(sink_);
         auto paf = kj::newPromiseAndFulfiller<void>();
         wake_ = kj::mv(paf.fulfiller);
         q_->wake_wanted = true;
@@ -159,6 +163,38 @@ struct stdin_queue {
   kj::Maybe<kj::Own<kj::PromiseFulfiller<void>>> room;
 };
 
+} // namespace
+
+// The streamed stdin of one exec while a handle holds it: the handles from start and
+// openExec share it; when the last goes, stdin ends (the process reads end of file) and
+// the exec leaves service_context::exec_stdins. Loop thread only.
+struct stdin_holder {
+  explicit stdin_holder(std::shared_ptr<service_context> c)
+      : q(std::make_shared<stdin_queue>()), ctx(std::move(c)) {}
+  stdin_holder(const stdin_holder&) = delete;
+  stdin_holder& operator=(const stdin_holder&) = delete;
+
+  std::shared_ptr<stdin_queue> q;
+  std::shared_ptr<service_context> ctx;
+  std::string key; // set once start has the exec's id
+  ~stdin_holder() {
+    {
+      std::lock_guard l(q->mu);
+      q->closed = true;
+    }
+    q->more.notify_all();
+    auto it = ctx->exec_stdins.find(key);
+    if (it != ctx->exec_stdins.end() && it->second.expired())
+      ctx->exec_stdins.erase(it);
+  }
+};
+
+namespace {
+
+std::string stdin_key(const sandbox_ref& s, const std::string& exec_id) {
+  return s.who.tenant + '\0' + s.id + '\0' + exec_id;
+}
+
 std::function<bool(std::string&)> stdin_source_of(std::shared_ptr<stdin_queue> q, poster_fn post) {
   return [q, post = std::move(post)](std::string& chunk) {
     std::unique_lock l(q->mu);
@@ -237,23 +273,15 @@ std::int64_t now_ns() {
 }
 
 // One exec of one sandbox. From start: it owns the exec's output pipe and streamed stdin
-// (dropping it drops the output still to come and ends stdin); from openExec: neither.
+// (dropping it drops the output still to come). Streamed stdin is shared by the handles
+// from start and openExec; it ends when the last of them is dropped.
 class exec_handle final : public rpc::Exec::Server {
 public:
   exec_handle(sandbox_ref s, std::string exec_id, std::vector<std::string> argv,
               std::int64_t started_ns, std::optional<output_pipe> out,
-              std::shared_ptr<stdin_queue> in)
+              std::shared_ptr<stdin_holder> in)
       : s_(std::move(s)), exec_id_(std::move(exec_id)), argv_(std::move(argv)),
         started_ns_(started_ns), out_(std::move(out)), in_(std::move(in)) {}
-  ~exec_handle() {
-    if (in_) {
-      {
-        std::lock_guard l(in_->mu);
-        in_->closed = true;
-      }
-      in_->more.notify_all();
-    }
-  }
 
   kj::Promise<void> wait(WaitContext context) override {
     return sandbox_call(*s_.ctx, s_.conn, "Exec.wait", [this, context]() mutable {
@@ -354,10 +382,11 @@ public:
 private:
   std::shared_ptr<stdin_queue> stdin_or_throw() {
     if (!in_)
-      throw_error(errc::conflict, "exec " + exec_id_ +
-                                    " does not read stdin through this handle; start it with "
-                                    "streamStdin and write to the handle start returned");
-    return in_;
+      throw_error(errc::conflict,
+                  "exec " + exec_id_ +
+                    " does not read streamed stdin (or every handle to it was dropped, which "
+                    "ended it); start it with streamStdin and keep a handle while writing");
+    return in_->q;
   }
 
   sandbox_ref s_;
@@ -365,7 +394,7 @@ private:
   std::vector<std::string> argv_;
   std::int64_t started_ns_;
   std::optional<output_pipe> out_;
-  std::shared_ptr<stdin_queue> in_;
+  std::shared_ptr<stdin_holder> in_;
 };
 
 } // namespace
@@ -413,13 +442,15 @@ serve_start(const sandbox_ref& s,
   return sandbox_call(*s.ctx, s.conn, "Sandbox.start", [s, context]() mutable {
     auto params = context.getParams();
     auto req = take(exec_request_of(params.getRequest()));
-    std::shared_ptr<stdin_queue> in;
+    // Until there is a handle, the call owns the stdin: if start fails or the call is
+    // dropped, stdin ends.
+    std::shared_ptr<stdin_holder> in;
     if (params.getRequest().getStreamStdin()) {
       if (req.stdin_data)
         throw_error(errc::invalid_argument,
                     "give stdin either as bytes or streamed (streamStdin), not both");
-      in = std::make_shared<stdin_queue>();
-      req.stdin_source = stdin_source_of(in, s.ctx->bridge->poster());
+      in = std::make_shared<stdin_holder>(s.ctx);
+      req.stdin_source = stdin_source_of(in->q, s.ctx->bridge->poster());
     }
     std::optional<output_pipe> out;
     actors::output_sink sink;
@@ -440,6 +471,10 @@ serve_start(const sandbox_ref& s,
       .then([s, context, &held, argv = std::move(argv), started,
              in](actors::op_result<std::string> r) mutable {
         auto exec_id = take(std::move(r));
+        if (in) {
+          in->key = stdin_key(s, exec_id);
+          s.ctx->exec_stdins[in->key] = in;
+        }
         context.getResults().setExec(kj::heap<exec_handle>(
           s, std::move(exec_id), std::move(argv), started, std::move(held), std::move(in)));
       })
@@ -469,12 +504,29 @@ kj::Promise<void> serve_open_exec(
     std::string exec_id = context.getParams().getExecId().cStr();
     if (exec_id.empty())
       throw_error(errc::invalid_argument, "the exec id is empty; give the id start returned");
-    // The sandbox must exist for this tenant; the exec's own calls say whether it does.
-    return s.ctx->query(s.id, s.who.tenant)
-      .then([s, context, exec_id = std::move(exec_id)](actors::command_reply r) mutable {
-        check(r);
+    // The sandbox must exist for this tenant (operation), and know the exec: in flight, or
+    // finished recently (wait_exec answers those at once, and not_found for the others).
+    return operation<std::vector<events::exec_started>>(
+             s, [s](auto done) { s.ctx->plane->list_execs(s.id, s.who.tenant, std::move(done)); })
+      .then([s, exec_id](actors::op_result<std::vector<events::exec_started>> r) mutable {
+        const auto execs = take(std::move(r));
+        if (std::any_of(execs.begin(), execs.end(),
+                        [&](const events::exec_started& e) { return e.exec_id == exec_id; }))
+          return kj::Promise<void>(kj::READY_NOW);
+        return operation<events::exec_finished>(s,
+                                                [s, exec_id](auto done) {
+                                                  s.ctx->plane->wait_exec(s.id, s.who.tenant,
+                                                                          exec_id, std::move(done));
+                                                })
+          .then([](actors::op_result<events::exec_finished> f) { take(std::move(f)); });
+      })
+      .then([s, context, exec_id = std::move(exec_id)]() mutable {
+        std::shared_ptr<stdin_holder> in;
+        if (auto it = s.ctx->exec_stdins.find(stdin_key(s, exec_id));
+            it != s.ctx->exec_stdins.end())
+          in = it->second.lock();
         context.getResults().setExec(kj::heap<exec_handle>(
-          s, std::move(exec_id), std::vector<std::string>{}, 0, std::nullopt, nullptr));
+          s, std::move(exec_id), std::vector<std::string>{}, 0, std::nullopt, std::move(in)));
       });
   });
 }

@@ -64,7 +64,7 @@ kj::Promise<runtime::file_info> stat_of(const sandbox_ref& s, const std::string&
 kj::Promise<void> send_chunks(rpc::ByteSink::Client sink,
                               std::shared_ptr<const std::string> content, std::size_t from) {
   if (from >= content->size())
-    return kj::READY_NOW;
+    return end_stream(sink).attach(kj::mv(sink));
   const std::size_t n = std::min(k_chunk_bytes, content->size() - from);
   auto req = sink.writeRequest();
   req.setData(bytes(*content).slice(from, from + n));

@@ -54,6 +54,16 @@ T take(actors::op_result<T>&& r) {
   return std::move(r.value);
 }
 
+// Ends a stream of writes to a client's sink (OutputSink, ByteSink) with its `done` call and
+// resolves when it is answered: every write before it has then been delivered. A streaming
+// call can be cancelled when its capability is released before it was answered; holding
+// the sink until `done` returns prevents that. A sink without `done` (UNIMPLEMENTED) or
+// one that has gone away ends the stream all the same.
+template <class Sink>
+kj::Promise<void> end_stream(Sink& sink) {
+  return sink.doneRequest().send().ignoreResult().catch_([](kj::Exception&&) {});
+}
+
 kj::Promise<void>
 serve_exec(const sandbox_ref& s,
            capnp::CallContext<rpc::Sandbox::ExecParams, rpc::Sandbox::ExecResults> c);

@@ -58,6 +58,8 @@ private:
   std::vector<kj::Own<kj::PromiseFulfiller<void>>> any_;
 };
 
+struct stdin_holder; // exec_service.cpp: an exec's streamed stdin, shared by its handles
+
 struct service_context {
   server_options options;
   actors::control_plane* plane = nullptr;
@@ -71,6 +73,9 @@ struct service_context {
   worker_pool* workers = nullptr;
   stream_wakeups* wakeups = nullptr;
   std::unordered_map<std::string, std::size_t> connections_by_tenant;
+  // The streamed stdin of each exec some handle holds, by tenant, sandbox and exec id:
+  // openExec's handle writes to the same stdin as start's.
+  std::unordered_map<std::string, std::weak_ptr<stdin_holder>> exec_stdins;
   std::uint64_t next_call = 0;
   std::uint64_t stream_events_sent = 0;
   std::size_t streams = 0;

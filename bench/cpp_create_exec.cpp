@@ -35,6 +35,7 @@ public:
       at_ = steady::now();
     return kj::READY_NOW;
   }
+  kj::Promise<void> done(DoneContext) override { return kj::READY_NOW; }
 
 private:
   std::optional<steady::time_point>& at_;

@@ -12,9 +12,14 @@
 // through the actor.
 //
 // Figures for the exec and file paths (exec_p50_ms, driver_exec_p50_ms, write_4k_p50_ms, ...)
-// join this bench with the operations that produce them.
+// join this bench with the operations that produce them. Reference for the write, same run:
+// log_append_p50_ms, one fdatasync'd append of an event-sized record to a file log on the
+// same disk, interleaved with the writes; write_floor_vs_driver = (driver write + one such
+// append) / driver write: the least any design can cost that acknowledges a write only once
+// something of it is durable in the log (docs/performance.md).
 //
 // Usage: node_bench [--json] [--rate N] [--seconds S]
+#include "events/file_log.hpp"
 #include "node/node.hpp"
 #include "node/runtime_set.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -168,10 +173,11 @@ op_figures interleaved(int rounds, Node through_node, Direct direct) {
 
 struct exec_write_figures {
   op_figures exec, write;
+  double log_append_p50 = 0; // one fdatasync'd append to a file log in `ref_log_dir`
 };
 
 // exec -- true and a 4 KiB write through the node and on the driver, on crun.
-std::optional<exec_write_figures> measure_operations(nd::node& n) {
+std::optional<exec_write_figures> measure_operations(nd::node& n, const std::string& ref_log_dir) {
   ac::command co = command_of(cmd::create{[] {
     ev::created spec;
     spec.template_name = "base";
@@ -220,6 +226,20 @@ std::optional<exec_write_figures> measure_operations(nd::node& n) {
       failed |= !done.get_future().get().ok();
     },
     [&] { failed |= !driver->write_file(id, "/workspace/driver.bin", content, 0644).ok(); });
+  {
+    ev::file_log_options o;
+    o.dir = ref_log_dir;
+    o.partitions = 1;
+    ev::file_log ref(o);
+    const std::string record(200, 'e'); // about an encoded file_op_finished
+    f.log_append_p50 = interleaved(
+                         200,
+                         [&] {
+                           failed |= !ref.append({{"sb-ref", record}}).get().ok();
+                         },
+                         [] {})
+                         .node_p50;
+  }
   std::promise<ac::command_reply> gone;
   ac::command rm = command_of(cmd::remove{});
   n.submit(id, std::move(rm), ac::reply_when::settled,
@@ -352,7 +372,7 @@ int main(int argc, char** argv) {
                 st.projectors[i].last_error.c_str());
   std::optional<exec_write_figures> ops;
   if (with_crun)
-    ops = measure_operations(n);
+    ops = measure_operations(n, dir / "ref-log");
   else
     std::printf("exec/write figures: skipped, crun cannot run here: %s\n",
                 nd::runtime_unavailable(ev::runtime_kind::crun).value_or("").c_str());
@@ -362,6 +382,13 @@ int main(int argc, char** argv) {
                 ops->exec.node_p50, ops->exec.driver_p50, ops->exec.node_p50 / ops->exec.driver_p50,
                 ops->write.node_p50, ops->write.driver_p50,
                 ops->write.node_p50 / ops->write.driver_p50);
+  if (ops)
+    std::printf("reference: one fdatasync'd append to a file log on this disk, p50 %.2f ms; the "
+                "floor of a write acknowledged once durable in the log: (%.2f + %.2f) / %.2f = "
+                "x%.2f\n",
+                ops->log_append_p50, ops->write.driver_p50, ops->log_append_p50,
+                ops->write.driver_p50,
+                (ops->write.driver_p50 + ops->log_append_p50) / ops->write.driver_p50);
   n.stop();
   auto figure = [&](std::optional<double> v) {
     return v ? std::to_string(*v) : std::string("null");
@@ -372,10 +399,14 @@ int main(int argc, char** argv) {
             ", \"exec_vs_driver\": " + figure(ops->exec.node_p50 / ops->exec.driver_p50) +
             ", \"write_4k_p50_ms\": " + figure(ops->write.node_p50) +
             ", \"driver_write_4k_p50_ms\": " + figure(ops->write.driver_p50) +
-            ", \"write_vs_driver\": " + figure(ops->write.node_p50 / ops->write.driver_p50)
+            ", \"write_vs_driver\": " + figure(ops->write.node_p50 / ops->write.driver_p50) +
+            ", \"log_append_p50_ms\": " + figure(ops->log_append_p50) +
+            ", \"write_floor_vs_driver\": " +
+            figure((ops->write.driver_p50 + ops->log_append_p50) / ops->write.driver_p50)
         : std::string(", \"exec_p50_ms\": null, \"driver_exec_p50_ms\": null, "
                       "\"exec_vs_driver\": null, \"write_4k_p50_ms\": null, "
-                      "\"driver_write_4k_p50_ms\": null, \"write_vs_driver\": null");
+                      "\"driver_write_4k_p50_ms\": null, \"write_vs_driver\": null, "
+                      "\"log_append_p50_ms\": null, \"write_floor_vs_driver\": null");
   if (json)
     std::printf("{\"projection_lag_p99_ms\": %.1f, \"projection_lag_p50_ms\": %.1f, "
                 "\"projection_lag_max_ms\": %.1f, \"append_to_visible_p99_ms\": %.1f, "

@@ -8,6 +8,7 @@
 #include "node/runtime_quiesce.hpp"
 #include "node/runtime_set.hpp"
 #include "projections/migrations.hpp"
+#include "runtime/data_entry.hpp"
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -154,6 +155,16 @@ void node::start() {
     if (config_.postgres.empty()) {
       embedded_postgres_options o;
       o.dir = *dir_ / "postgres";
+      // The server's user must reach its directory by path; when a directory above the
+      // data directory is closed to it (a data directory under /root or mktemp -d), the
+      // server works through the data directory's entry under /run/sandboxd.
+      if (::geteuid() == 0 && !runtime::ancestors_searchable(dir_->path())) {
+        postgres_entry_ = std::make_unique<runtime::data_entry>(dir_->path(), "/run/sandboxd");
+        o.dir = postgres_entry_->path() + "/postgres";
+        spdlog::info("PostgreSQL: a directory above {} is closed to others; the embedded server "
+                     "works through {}",
+                     dir_->path(), postgres_entry_->path());
+      }
       o.bin_dir = config_.postgres_bin_dir;
       postgres_ = std::make_unique<embedded_postgres>(o);
       conninfo_ = postgres_->conninfo();
@@ -213,6 +224,10 @@ void node::start() {
                  "steps finished, {} failed, {} orphans removed)",
                  rec.sandboxes, rec.seconds, rec.events_replayed, rec.finished.size(),
                  rec.failed.size(), rec.orphans_removed.size());
+    for (const auto& id : rec.disagreed)
+      spdlog::warn("control plane: sandbox {} is not in the runtime as the log says; recorded "
+                   "as failed",
+                   id);
 
     // 7. Projectors.
     part = "projectors";
@@ -307,6 +322,7 @@ void node::teardown() {
   log_.reset();
   raw_log_.reset();
   postgres_.reset();
+  postgres_entry_.reset();
   dir_.reset();
 }
 

@@ -43,6 +43,10 @@
 #include <unordered_map>
 #include <vector>
 
+namespace sandboxd::runtime {
+class data_entry;
+}
+
 namespace sandboxd::node {
 
 class data_directory;
@@ -126,6 +130,7 @@ private:
   std::unique_ptr<data_directory> dir_;
   std::unique_ptr<events::event_log> raw_log_;
   std::unique_ptr<metered_log> log_;
+  std::unique_ptr<runtime::data_entry> postgres_entry_; // the path postgres_ works through
   std::unique_ptr<embedded_postgres> postgres_;
   std::unique_ptr<runtime_set> runtimes_;
   std::unique_ptr<actors::control_plane> plane_;

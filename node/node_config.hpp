@@ -47,8 +47,8 @@ struct node_config {
   std::string postgres_bin_dir = "/usr/lib/postgresql/15/bin"; // for the embedded one
   std::string schema = "public";                               // of the read models
 
-  // The runtimes the node holds. Empty: runsc, or crun where runsc cannot run (with a
-  // warning). `hollow` runs no processes: for tests and benchmarks only.
+  // The runtimes the node holds. Empty: runsc and crun, those of them that can run here
+  // (a warning names one that cannot). `hollow` runs no processes: for tests and benchmarks only.
   std::vector<events::runtime_kind> runtimes;
   // Among `runtimes`; empty: runsc when held, else the first.
   std::optional<events::runtime_kind> default_runtime;

@@ -34,18 +34,24 @@ runtime_choice choose_runtimes(const std::vector<runtime_kind>& configured,
                                const unavailable_fn& unavailable) {
   runtime_choice c;
   if (configured.empty()) {
+    // Every OCI runtime that can run here; runsc is the default (below).
     const auto runsc = unavailable(runtime_kind::runsc);
-    if (!runsc) {
-      c.kinds = {runtime_kind::runsc};
-    } else if (const auto crun = unavailable(runtime_kind::crun); !crun) {
-      c.kinds = {runtime_kind::crun};
+    const auto crun = unavailable(runtime_kind::crun);
+    if (runsc && crun)
+      throw start_error("no sandbox runtime can run here: runsc: " + *runsc + "; crun: " + *crun +
+                        "; install one (scripts/setup) or fix what the message names");
+    if (!runsc)
+      c.kinds.push_back(runtime_kind::runsc);
+    if (!crun)
+      c.kinds.push_back(runtime_kind::crun);
+    if (runsc)
       c.warnings.push_back("runsc (gVisor) cannot run sandboxes here (" + *runsc +
                            "); using crun, whose boundary is the host kernel with seccomp. "
                            "Fix runsc, or choose crun explicitly with --runtime crun");
-    } else {
-      throw start_error("no sandbox runtime can run here: runsc: " + *runsc + "; crun: " + *crun +
-                        "; install one (scripts/setup) or fix what the message names");
-    }
+    else if (crun)
+      c.warnings.push_back("crun cannot run sandboxes here (" + *crun +
+                           "); sandboxes run on runsc only. Fix crun, or choose runsc "
+                           "explicitly with --runtime runsc");
   } else {
     for (auto k : configured)
       if (std::find(c.kinds.begin(), c.kinds.end(), k) == c.kinds.end())

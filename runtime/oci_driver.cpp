@@ -41,6 +41,17 @@ std::optional<std::string> oci_unavailable(oci_runtime runtime) {
     return std::string(name) + " is not installed (not found in PATH); " +
            (runtime == oci_runtime::crun ? "apt-get install crun"
                                          : "run scripts/setup (or apt-get install runsc)");
+  if (runtime == oci_runtime::runsc) {
+    // An older runsc (Debian 12's) cannot hold the boundary docs/security.md promises: no
+    // child subreapers (an exec's timeout misses double-forked processes) and user
+    // namespaces inside the sandbox. It is refused rather than run weaker.
+    const auto b = find_runsc();
+    if (!b.current)
+      return "runsc " + b.path +
+             " is an older one (ptrace platform, no child subreapers, user namespaces "
+             "inside): run scripts/setup to build the pinned gVisor (needs Go), point "
+             "SANDBOXD_RUNSC at a current runsc, or use crun";
+  }
   if (::access("/bin/busybox", X_OK) != 0)
     return std::string("the base template needs /bin/busybox; apt-get install busybox-static");
   if (!fs::exists("/sys/fs/cgroup/memory") && !fs::exists("/sys/fs/cgroup/cgroup.controllers"))

@@ -66,7 +66,8 @@ struct oci_options {
   std::uint64_t default_disk_bytes = 10ull << 30;
 };
 
-// Why `runtime` cannot run sandboxes on this machine, or nullopt when it can.
+// Why `runtime` cannot run sandboxes on this machine, or nullopt when it can (an older
+// runsc, without systrap and child subreapers, cannot: runsc_binary.hpp).
 std::optional<std::string> oci_unavailable(oci_runtime runtime);
 
 class oci_driver final : public driver {

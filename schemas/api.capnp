@@ -178,6 +178,9 @@ interface Sandbox {
   # The execs in flight.
 
   openExec @4 (execId :Text) -> (exec :Exec);
+  # A handle to an exec in flight or finished recently (NOT_FOUND otherwise). It waits,
+  # kills, and writes to the exec's streamed stdin, which ends once every handle to it is
+  # dropped.
 
   readFile @5 (path :Text, sink :ByteSink) -> (info :FileInfo, sha256 :Data);
   # Streams the file's content to `sink` in chunks, then returns. Served while running
@@ -222,6 +225,10 @@ enum OutputStream {
 
 interface OutputSink {
   write @0 (stream :OutputStream, data :Data) -> stream;
+  done @1 () -> ();
+  # After the last write, before the exec's result: the daemon waits for its answer, so a
+  # sink has been given every write once done returns. (A streaming call whose
+  # capability is released can be cancelled before it is delivered; done keeps it.)
 }
 
 struct ExecResult {
@@ -253,6 +260,8 @@ interface Exec {
 
 interface ByteSink {
   write @0 (data :Data) -> stream;
+  done @1 () -> ();
+  # After the last write, before readFile returns; as OutputSink.done.
 }
 
 interface Upload {

@@ -139,6 +139,10 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
     {"runtime_resumed", [](auto&) { return C{cmd::runtime_resumed{}}; }},
     {"runtime_deleted", [](auto&) { return C{cmd::runtime_deleted{}}; }},
     {"runtime_failed", [](auto&) { return C{cmd::runtime_failed{"runsc: exit status 128"}}; }},
+    {"runtime_lost",
+     [](auto&) {
+       return C{cmd::runtime_failed{"recovery found no container", true}};
+     }},
     {"exec_finished",
      [](const sandbox_state& s) {
        std::string id = s.execs_in_flight.empty() ? "exec-1" : s.execs_in_flight.front();

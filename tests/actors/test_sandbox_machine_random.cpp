@@ -9,6 +9,7 @@
 #include "tests/actors/state_table.hpp"
 #include "tests/support/test_seed.hpp"
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -83,7 +84,7 @@ public:
     case 12:
       return cmd::runtime_deleted{};
     case 13:
-      return cmd::runtime_failed{"boom"};
+      return cmd::runtime_failed{"boom", chance(0.3)};
     case 14: {
       std::string id = !s.execs_in_flight.empty() && chance(0.7)
                          ? s.execs_in_flight[pick(s.execs_in_flight.size())]
@@ -257,6 +258,29 @@ BOOST_AUTO_TEST_CASE(random_sequences_follow_the_table_and_replay_to_the_same_st
       BOOST_REQUIRE_MESSAGE(why.empty(), "sequence " << n << " step " << i << ": input " << row
                                                      << " in " << column << ": " << why);
       covered.insert({row, column});
+      // No exec and no file change leaves the state without its outcome in the log.
+      {
+        std::set<std::string> outcomes;
+        if (d.ok())
+          for (const auto& e : d.emitted()) {
+            if (auto* f = std::get_if<events::exec_finished>(&e.body))
+              outcomes.insert("exec " + f->exec_id);
+            if (auto* f = std::get_if<events::file_op_finished>(&e.body))
+              outcomes.insert("file op " + f->op_id);
+          }
+        for (const auto& x : before.execs_in_flight)
+          if (std::find(after.execs_in_flight.begin(), after.execs_in_flight.end(), x) ==
+              after.execs_in_flight.end())
+            BOOST_REQUIRE_MESSAGE(outcomes.count("exec " + x),
+                                  "sequence " << n << " step " << i << ": " << row << " in "
+                                              << column << " forgot exec " << x);
+        for (const auto& op : before.file_ops_in_flight)
+          if (std::find(after.file_ops_in_flight.begin(), after.file_ops_in_flight.end(), op) ==
+              after.file_ops_in_flight.end())
+            BOOST_REQUIRE_MESSAGE(outcomes.count("file op " + op.op_id),
+                                  "sequence " << n << " step " << i << ": " << row << " in "
+                                              << column << " forgot file op " << op.op_id);
+      }
       if (before.status == sandbox_status::deleted) {
         // Terminal: nothing is appended and nothing changes (a retried create is answered
         // with the deleted sandbox it made).

@@ -195,7 +195,11 @@ BOOST_AUTO_TEST_CASE(starts_on_embedded_defaults_and_stops_clean_on_sigterm,
   BOOST_TEST((st.st_mode & 0777) == 0600u);
   BOOST_TEST(d.output().find(token) != std::string::npos);
   // The default runtime.
-  if (!nd::runtime_unavailable(ev::runtime_kind::runsc))
+  const bool runsc = !nd::runtime_unavailable(ev::runtime_kind::runsc);
+  const bool crun = !nd::runtime_unavailable(ev::runtime_kind::crun);
+  if (runsc && crun)
+    BOOST_TEST(d.output().find("runtimes: runsc, crun (default runsc)") != std::string::npos);
+  else if (runsc)
     BOOST_TEST(d.output().find("runtimes: runsc (default runsc)") != std::string::npos);
   else
     BOOST_TEST(d.output().find("using crun") != std::string::npos);
@@ -225,6 +229,35 @@ BOOST_AUTO_TEST_CASE(starts_on_embedded_defaults_and_stops_clean_on_sigterm,
   for (int pid : processes_under(dir.data()))
     BOOST_ERROR("process " << pid << " left: " << process_line(pid));
   BOOST_TEST(mounts_under(dir.data()).empty());
+}
+
+// A data directory below a directory closed to others (mktemp -d, /root): the embedded
+// PostgreSQL's user cannot reach it by its path, so the server works through the data
+// directory's entry under /run/sandboxd, which is gone again after the stop.
+BOOST_AUTO_TEST_CASE(a_data_directory_below_a_closed_directory_starts_and_stops_clean,
+                     *utf::precondition(as_root) * utf::precondition(postgres_installed)) {
+  node_dir dir;
+  const std::string closed = dir.path() + "/closed";
+  BOOST_REQUIRE_EQUAL(::mkdir(closed.c_str(), 0700), 0);
+  const std::string data = closed + "/var";
+  daemon_process d({"--data-dir", data}, dir.path() + "/out");
+  BOOST_REQUIRE_MESSAGE(d.wait_for_output("sandboxd ready"), d.output());
+  const std::string out = d.output();
+  const auto at = out.find("works through /run/sandboxd/");
+  BOOST_REQUIRE_MESSAGE(at != std::string::npos, out);
+  const auto from = at + std::string("works through ").size();
+  const std::string entry = out.substr(from, out.find_first_of(" \n\"", from) - from);
+  BOOST_TEST(!processes_under(entry + "/postgres").empty(), "no PostgreSQL runs in " << entry);
+  d.signal(SIGTERM);
+  const auto rc = d.wait();
+  BOOST_REQUIRE(rc);
+  BOOST_TEST(*rc == 0, d.output());
+  std::ifstream info("/proc/self/mountinfo");
+  std::string line;
+  while (std::getline(info, line))
+    BOOST_TEST(line.find(" " + data) == std::string::npos,
+               "a mount of the data directory is left: " << line);
+  BOOST_TEST(processes_under(entry).empty());
 }
 
 // A running sandbox outlives a daemon's stop on disk, not as processes: SIGINT stops it (no

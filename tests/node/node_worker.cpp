@@ -3,16 +3,20 @@
 //
 // Usage: node_worker DIR file|kafka [BROKERS TOPIC]
 // The node's data directory is DIR/data. Once started it makes DIR/ready. Each
-// acknowledged command is appended to DIR/acks as "<sandbox id> <sequence>\n", and each
-// projector commit to DIR/commits as "<partition> <next offset>\n", with one write() after
-// the fact, so a SIGKILL never loses a line the kernel took: the parent checks every line
-// against what the next node finds.
+// acknowledged command is appended to DIR/acks as "<sandbox id> <sequence>\n", each
+// acknowledged exec and file write through the control plane's operations to DIR/ops as
+// "<sandbox id> exec|write <exec or op id>\n", and each projector commit to DIR/commits as
+// "<partition> <next offset>\n", with one write() after the fact, so a SIGKILL never loses
+// a line the kernel took: the parent checks every line against what the next node finds.
+// Execs of the hollow runtime's `sleep 1` and writes are in flight most of the time, so a
+// kill finds some between their intent and their outcome.
 #include "node/node.hpp"
 
 #include <fcntl.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <future>
 #include <iostream>
 #include <mutex>
 #include <random>
@@ -44,6 +48,7 @@ int main(int argc, char** argv) {
   const int acks = ::open((dir + "/acks").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const int commits =
     ::open((dir + "/commits").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+  const int ops = ::open((dir + "/ops").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 
   nd::node_config c;
   c.data_dir = dir + "/data";
@@ -85,6 +90,32 @@ int main(int argc, char** argv) {
         co.tenant = "t1";
         co.principal = "worker";
         const unsigned pick = id.empty() ? 0 : rng() % 100;
+        // An exec or a file write through the control plane's operations (a paused sandbox
+        // refuses them: not acknowledged, not recorded).
+        if (pick >= 65 && pick < 90) {
+          const ac::caller who{"t1", "worker", "w" + std::to_string(t) + "-" + std::to_string(k)};
+          std::string line;
+          if (pick < 78) {
+            ac::exec_request x;
+            x.argv = {"sleep", rng() % 2 ? "1" : "0.2"};
+            std::promise<ac::op_result<ev::exec_finished>> p;
+            n.plane().exec(id, who, x, nullptr, [&p](auto r) { p.set_value(std::move(r)); });
+            auto r = p.get_future().get();
+            if (r.ok())
+              line = id + " exec " + r.value.exec_id + "\n";
+          } else {
+            std::promise<ac::op_result<ev::file_op_finished>> p;
+            n.plane().write_file(id, who, "/workspace/f" + std::to_string(k % 5),
+                                 std::string(4096 + rng() % 4096, 'w'), 0644,
+                                 [&p](auto r) { p.set_value(std::move(r)); });
+            auto r = p.get_future().get();
+            if (r.ok())
+              line = id + " write " + r.value.op_id + "\n";
+          }
+          if (!line.empty())
+            append_line(ops, line);
+          continue;
+        }
         if (pick < 20) {
           ev::created spec;
           spec.template_name = "base";

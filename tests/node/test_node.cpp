@@ -7,11 +7,8 @@
 #include <boost/test/unit_test.hpp>
 
 #include "node/node.hpp"
-#include "node/runtime_set.hpp"
-#include "projections/audit_log.hpp"
 #include "projections/billing_report.hpp"
-#include "projections/rebuild.hpp"
-#include "tests/node/node_fixture.hpp"
+#include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
 
 #include <prometheus/metric_family.h>
@@ -27,43 +24,15 @@
 using namespace sandboxd::test;
 using ac::sandbox_status;
 namespace cmd = sandboxd::actors::cmd;
-namespace proj = sandboxd::projections;
-namespace utf = boost::unit_test;
 
 // Every case needs PostgreSQL 15 (embedded, or the binary's private server).
 BOOST_AUTO_TEST_SUITE(node_end_to_end, *utf::precondition(postgres_installed))
 
 namespace {
 
-struct runtime_can_run {
-  ev::runtime_kind kind;
-  boost::test_tools::assertion_result operator()(utf::test_unit_id) const {
-    boost::test_tools::assertion_result r(true);
-    if (::geteuid() != 0) {
-      r = false;
-      r.message() << "real sandboxes need root";
-    } else if (auto why = nd::runtime_unavailable(kind)) {
-      r = false;
-      r.message() << ev::to_string(kind) << " cannot run sandboxes here: " << *why;
-    }
-    return r;
-  }
-};
-
 ev::runtime_kind runsc = ev::runtime_kind::runsc;
 ev::runtime_kind crun = ev::runtime_kind::crun;
 ev::runtime_kind hollow = ev::runtime_kind::hollow;
-
-// Runs `argv` in the sandbox through the driver (the node's exec keeps no output).
-rt::exec_result run_in(nd::node& n, ev::runtime_kind kind, const std::string& id,
-                       std::vector<std::string> argv) {
-  rt::exec_request r;
-  r.argv = std::move(argv);
-  r.timeout = 30s;
-  auto x = n.driver(kind)->exec(id, r);
-  BOOST_REQUIRE_MESSAGE(x.ok(), "exec in " << id << ": " << (x.ok() ? "" : x.err().message));
-  return x.value();
-}
 
 // Starts a background process the tests look for by its command line, "sleep 6001".
 const std::vector<std::string> k_background{"/bin/sh", "-c", "sleep 6001 >/dev/null 2>&1 &"};
@@ -91,40 +60,6 @@ bool mounted(const std::string& point) {
     if (m == point)
       return true;
   return false;
-}
-
-// After a session: the read models equal a rebuild from offset zero, the audit log
-// verifies, and the sandbox's audit rows are its events, one each, with their outcomes.
-void check_read_models(nd::node& n, const std::vector<std::string>& sandboxes) {
-  n.catch_up();
-  const auto report =
-    proj::rebuild_and_compare(n.log(), n.conninfo(), n.schema(), n.schema() + "_rebuild");
-  for (const auto& d : report.differences)
-    BOOST_ERROR("read model differs from a rebuild: " << d.table << " only in " << d.side << ": "
-                                                      << d.row);
-  BOOST_TEST(report.rows_compared > 0u);
-  pqxx::connection c(n.conninfo());
-  pqxx::work tx(c);
-  tx.exec("SET search_path TO " + tx.quote_name(n.schema()));
-  for (const auto& f : proj::verify_audit_log(tx))
-    BOOST_ERROR("audit log: " << f.message);
-  for (const auto& id : sandboxes) {
-    const auto events = events_of(n.log(), id);
-    std::set<std::pair<std::string, std::string>> expected, stored;
-    for (const auto& e : events) {
-      const auto row = proj::audit_row_of(e, n.log().partition_for(id));
-      expected.emplace(row.event_id, row.action + "/" + row.outcome);
-    }
-    for (const auto& r : tx.exec_params("SELECT event_id, action, outcome FROM audit_log WHERE "
-                                        "sandbox_id = $1",
-                                        id))
-      stored.emplace(r[0].as<std::string>(), r[1].as<std::string>() + "/" + r[2].as<std::string>());
-    BOOST_TEST(stored == expected,
-               id << ": audit rows differ from its " << events.size() << " events");
-    const auto row = tx.exec_params("SELECT last_seq FROM sandboxes WHERE id = $1", id);
-    BOOST_REQUIRE_EQUAL(row.size(), 1u);
-    BOOST_TEST(row[0][0].as<std::uint64_t>() == events.back().sequence);
-  }
 }
 
 // Create, exec, both pauses, resume, delete of one sandbox on `kind`, through the node.
@@ -307,87 +242,70 @@ BOOST_AUTO_TEST_CASE(restarted_node_recovers_every_sandbox_on_runsc,
 
 namespace {
 
-// Runs an exec through the node's control plane; `out` gets the output as it streams.
-ac::op_result<ev::exec_finished> exec_through(nd::node& n, const std::string& id,
-                                              ac::exec_request x, std::string* out = nullptr) {
-  auto p = std::make_shared<std::promise<ac::op_result<ev::exec_finished>>>();
-  n.plane().exec(
-    id, ac::caller{"t1", "alice", "ops"}, std::move(x),
-    [out](rt::output_stream s, std::string_view d) {
-      if (out && s == rt::output_stream::out)
-        *out += d;
-    },
-    [p](ac::op_result<ev::exec_finished> r) { p->set_value(std::move(r)); });
-  return p->get_future().get();
+// Sandboxes whose runtime is changed behind the node's back while it runs, then a restart:
+// recovery records each disagreement with a `failed` event saying what it found, and leaves
+// the sandbox the runtime agrees with alone.
+void recovery_reconciles_the_runtime(ev::runtime_kind kind) {
+  node_dir dir;
+  const auto cfg = node_config_for(dir, {kind}, false);
+  std::string agrees, gone, paused_but_running, memory_gone;
+  {
+    nd::node n(cfg);
+    n.start();
+    auto make = [&] {
+      auto r = n.call("", create_command(kind));
+      BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.failure->message));
+      return r.state.sandbox_id;
+    };
+    agrees = make();
+    gone = make();
+    paused_but_running = make();
+    memory_gone = make();
+    BOOST_REQUIRE(
+      n.call(paused_but_running, user_command(cmd::pause{ev::pause_mode::filesystem})).ok());
+    BOOST_REQUIRE(n.call(memory_gone, user_command(cmd::pause{ev::pause_mode::memory})).ok());
+    auto* d = n.driver(kind);
+    BOOST_REQUIRE(d->remove(gone).ok());
+    BOOST_REQUIRE(d->resume(paused_but_running).ok());
+    BOOST_REQUIRE(d->remove(memory_gone).ok());
+    n.stop();
+  }
+  nd::node n(cfg);
+  n.start();
+  const auto& rec = n.recovery();
+  BOOST_TEST((std::set<std::string>(rec.disagreed.begin(), rec.disagreed.end()) ==
+              std::set<std::string>{gone, paused_but_running, memory_gone}));
+  BOOST_TEST(n.get(agrees, "t1").state.status == sandbox_status::running);
+  BOOST_TEST(n.driver(kind)->inspect(agrees)->status == rt::sandbox_status::running);
+  const std::map<std::string, std::string> found{
+    {gone, "no runtime sandbox"},
+    {paused_but_running, "running where the log says paused (filesystem)"},
+    {memory_gone, "no runtime sandbox"}};
+  for (const auto& [id, what] : found) {
+    BOOST_TEST(n.get(id, "t1").state.status == sandbox_status::failed, id);
+    const auto events = events_of(n.log(), id);
+    const auto* f = std::get_if<ev::failed>(&events.back().body);
+    BOOST_REQUIRE_MESSAGE(f, id << ": the last event is " << ev::type_name(events.back().body));
+    BOOST_TEST((f->step == ev::runtime_step::running));
+    BOOST_TEST(f->reason.find(what) != std::string::npos, id << ": " << f->reason);
+  }
+  // A failed sandbox is deleted as usual, whatever the runtime still holds of it.
+  for (const auto& id : {agrees, gone, paused_but_running, memory_gone})
+    BOOST_REQUIRE(n.call(id, user_command(cmd::remove{})).ok());
+  BOOST_TEST(n.driver(kind)->list()->empty());
+  check_read_models(n, {agrees, gone, paused_but_running, memory_gone});
+  n.stop();
 }
 
 } // namespace
 
-BOOST_AUTO_TEST_CASE(exec_and_files_through_the_node_on_crun,
+BOOST_AUTO_TEST_CASE(recovery_records_what_the_hollow_runtime_disagrees_with) {
+  recovery_reconciles_the_runtime(hollow);
+}
+
+BOOST_AUTO_TEST_CASE(recovery_records_what_the_crun_runtime_disagrees_with,
                      *utf::precondition(runtime_can_run{crun})) {
-  node_dir dir;
-  auto cfg = node_config_for(dir, {crun}, false);
-  nd::node n(cfg);
-  n.start();
-  auto c = create_command(crun);
-  std::get<cmd::create>(c.body).spec.env = {{"SANDBOX_LEVEL", "yes", false, std::nullopt},
-                                            {"SECRET_TOKEN", "tok-123", true, std::nullopt}};
-  auto r = n.call("", c);
-  BOOST_REQUIRE_MESSAGE(r.ok(), r.failure->message);
-  const auto id = r.state.sandbox_id;
-
-  ac::exec_request x;
-  x.argv = {"/bin/sh", "-c", "echo $EXEC_VAR; pwd; od -An -tx1 | tr -d ' \n'; exit 42"};
-  x.env = {{"EXEC_VAR", "from-exec", false, std::nullopt}};
-  x.cwd = "/tmp";
-  x.stdin_data = std::string("a\0\xff\xfe", 4);
-  std::string out;
-  auto res = exec_through(n, id, x, &out);
-  BOOST_REQUIRE_MESSAGE(res.ok(), res.failure->message);
-  BOOST_TEST(res.value.exit_code == 42);
-  BOOST_TEST(out == "from-exec\n/tmp\n6100fffe");
-  BOOST_TEST(res.value.stdout_bytes == out.size());
-
-  x = {};
-  x.argv = {"/no/such/binary"};
-  res = exec_through(n, id, x);
-  BOOST_REQUIRE(res.ok());
-  BOOST_TEST(res.value.exit_code == 127);
-
-  x = {};
-  // A timeout ends the exec (whether it ends a process the exec left in the background is
-  // the driver's exec guard's part; not asserted here).
-  x.argv = {"/bin/sh", "-c", "sleep 600 & sleep 600"};
-  x.timeout = 1s;
-  res = exec_through(n, id, x);
-  BOOST_REQUIRE(res.ok());
-  BOOST_TEST(res.value.timed_out);
-
-  // Files: bytes 0-255 round-trip; max_file_bytes and one more.
-  std::string bytes;
-  for (int i = 0; i < 256; ++i)
-    bytes.push_back(static_cast<char>(i));
-  auto wp = std::make_shared<std::promise<ac::op_result<ev::file_op_finished>>>();
-  n.plane().write_file(id, ac::caller{"t1", "alice", "f"}, "/workspace/b.bin", bytes, 0644,
-                       [wp](auto r) { wp->set_value(std::move(r)); });
-  auto w = wp->get_future().get();
-  BOOST_REQUIRE_MESSAGE(w.ok(), w.failure->message);
-  auto rp = std::make_shared<std::promise<ac::op_result<std::string>>>();
-  n.plane().read_file(id, ac::caller{"t1", "alice", "f"}, "/workspace/b.bin",
-                      [rp](auto r) { rp->set_value(std::move(r)); });
-  auto rd = rp->get_future().get();
-  BOOST_REQUIRE(rd.ok());
-  BOOST_TEST((rd.value == bytes));
-  out.clear();
-  x = {};
-  x.argv = {"/bin/sh", "-c", "cat /workspace/b.bin | wc -c"};
-  res = exec_through(n, id, x, &out);
-  BOOST_TEST(out == "256\n", "a process sees the file written through the node");
-  for (const auto& e : events_of(n.log(), id))
-    BOOST_TEST(ev::encode(e).find("tok-123") == std::string::npos, "the secret is never logged");
-  BOOST_REQUIRE(n.call(id, user_command(cmd::remove{})).ok());
-  check_read_models(n, {id});
-  n.stop();
+  recovery_reconciles_the_runtime(crun);
 }
 
 BOOST_AUTO_TEST_CASE(a_node_holds_runsc_and_crun_at_once,
@@ -722,9 +640,12 @@ pid_t spawn_worker(const std::string& dir, const nd::node_config& cfg) {
 
 } // namespace
 
-// A node process killed with SIGKILL under load, three times, then a node in this process on
-// the same data directory: every acknowledged command is in the log, every transaction the
-// killed PostgreSQL committed is still there, and the read models catch up exactly.
+// A node process killed with SIGKILL under load (commands, and execs and file writes through
+// the control plane's operations), three times, then a node in this process on the same data
+// directory: every acknowledged command and operation is in the log with its outcome, no exec
+// or change is left without an outcome (those the kills cut short are `interrupted`), every
+// transaction the killed PostgreSQL committed is still there, and the read models catch up
+// exactly.
 BOOST_AUTO_TEST_CASE(embedded_postgres_survives_kill_9_of_the_node_process) {
   node_dir dir;
   auto cfg = node_config_for(dir, {hollow}, true);
@@ -763,6 +684,47 @@ BOOST_AUTO_TEST_CASE(embedded_postgres_survives_kill_9_of_the_node_process) {
     BOOST_TEST(events.size() >= seq, id << " acknowledged at " << seq << ", the log holds "
                                         << events.size() << " events");
   }
+  // Every acknowledged exec and write has its completed outcome in the log.
+  std::map<std::string, std::set<std::string>> ops_of;
+  {
+    std::ifstream ops(dir.path() + "/ops");
+    std::string id, kind, op;
+    while (ops >> id >> kind >> op)
+      ops_of[id].insert(kind + " " + op);
+  }
+  std::size_t acked_ops = 0, interrupted = 0;
+  for (const auto& [id, done] : ops_of)
+    acked_ops += done.size();
+  BOOST_TEST_MESSAGE(acked_ops << " execs and writes acknowledged");
+  BOOST_REQUIRE(acked_ops > 10u);
+  std::set<std::string> sandboxes;
+  for (const auto& [id, seq] : acked)
+    sandboxes.insert(id);
+  for (const auto& [id, done] : ops_of)
+    sandboxes.insert(id);
+  for (const auto& id : sandboxes) {
+    const auto events = events_of(n.log(), id);
+    for (const auto& open : outcomes_missing(events))
+      BOOST_ERROR(id << ": " << open << " is still in flight after recovery");
+    std::set<std::string> completed;
+    for (const auto& e : events) {
+      if (auto* f = std::get_if<ev::exec_finished>(&e.body)) {
+        interrupted += f->outcome == ev::op_outcome::interrupted;
+        if (f->outcome == ev::op_outcome::completed)
+          completed.insert("exec " + f->exec_id);
+      } else if (auto* w = std::get_if<ev::file_op_finished>(&e.body)) {
+        interrupted += w->outcome == ev::op_outcome::interrupted;
+        if (w->outcome == ev::op_outcome::completed)
+          completed.insert("write " + w->op_id);
+      }
+    }
+    for (const auto& op : ops_of[id])
+      BOOST_TEST(completed.count(op) == 1u, id << ": acknowledged " << op
+                                               << " has no completed "
+                                                  "outcome in the log");
+  }
+  BOOST_TEST_MESSAGE(interrupted << " execs and writes recorded as interrupted by recovery");
+  BOOST_TEST(interrupted > 0u, "no kill found an exec or write in flight");
   // Every commit the killed servers acknowledged is still there.
   std::map<std::int32_t, std::int64_t> committed;
   {

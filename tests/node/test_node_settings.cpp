@@ -317,11 +317,19 @@ BOOST_AUTO_TEST_SUITE(runtime_choice)
 
 using ev::runtime_kind;
 
-BOOST_AUTO_TEST_CASE(nothing_configured_takes_runsc) {
+BOOST_AUTO_TEST_CASE(nothing_configured_takes_runsc_and_crun_with_runsc_the_default) {
   auto c = nd::choose_runtimes({}, {}, machine_with({runtime_kind::runsc, runtime_kind::crun}));
-  BOOST_TEST((c.kinds == std::vector{runtime_kind::runsc}));
+  BOOST_TEST((c.kinds == std::vector{runtime_kind::runsc, runtime_kind::crun}));
   BOOST_TEST((c.default_kind == runtime_kind::runsc));
   BOOST_TEST(c.warnings.empty());
+}
+
+BOOST_AUTO_TEST_CASE(nothing_configured_without_crun_takes_runsc_with_a_warning) {
+  auto c = nd::choose_runtimes({}, {}, machine_with({runtime_kind::runsc}));
+  BOOST_TEST((c.kinds == std::vector{runtime_kind::runsc}));
+  BOOST_TEST((c.default_kind == runtime_kind::runsc));
+  BOOST_REQUIRE_EQUAL(c.warnings.size(), 1u);
+  BOOST_TEST(c.warnings[0].find("crun cannot run sandboxes here") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(nothing_configured_falls_back_to_crun_with_a_warning) {

@@ -61,6 +61,9 @@ class _Output(api.OutputSink.Server):  # type: ignore[misc,name-defined]
         (self.stdout if name == "stdout" else self.stderr).extend(data)
         await self._deliver(name, self._decoders[name].decode(data))
 
+    async def done(self, **_: Any) -> None:
+        """The daemon's last call before the command's result: every write came before it."""
+
     async def _deliver(self, name: str, text: str) -> None:
         callback = self._callbacks[name]
         if not text or callback is None or self.callback_error is not None:

@@ -42,6 +42,9 @@ class _Collect(api.ByteSink.Server):  # type: ignore[misc,name-defined]
     async def write(self, data: bytes, **_: Any) -> None:
         self.content.extend(data)
 
+    async def done(self, **_: Any) -> None:
+        """The daemon's last call before readFile returns: every write came before it."""
+
 
 def _chunks(data: Data) -> Iterator[bytes]:
     if isinstance(data, str):
