@@ -23,6 +23,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 
 #include <random>
 #include <regex>
@@ -475,6 +476,9 @@ std::map<std::string, double> scrape(int port) {
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   BOOST_REQUIRE_MESSAGE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0,
                         "metrics endpoint on port " << port << " does not answer");
+  // A scrape that does not answer fails the case instead of hanging it.
+  const timeval limit{30, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
   BOOST_REQUIRE(::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
   std::string resp;
