@@ -113,7 +113,9 @@ void persistence_recipe(const std::string& runtime) {
   BOOST_TEST(must(c.execs(id), "execs after resume").empty());
   // The exec the pause ended has an outcome (not a success), or is forgotten.
   auto ended = c.wait_exec(id, sleeper);
-  BOOST_TEST((ended.ok() ? ended->exit_code != 0 : ended.code() == errc::not_found));
+  BOOST_TEST((ended.ok() ? ended->exit_code != 0 : ended.code() == errc::not_found),
+             (ended.ok() ? "exit " + std::to_string(ended->exit_code)
+                         : to_string(ended.code()) + ": " + ended.err().message));
   const auto seen = must_shell(c, id,
                                "cat /workspace/m.txt /usr/local/share/e2e/m.txt /etc/e2e-marker "
                                "/workspace/offline.txt; pgrep sleep || echo no-sleep")
