@@ -19,7 +19,7 @@ public:
       : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
 
   kj::Promise<void> bill(BillContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.bill", [this, context]() mutable {
       auto* store = need_store("bill");
       auto p = context.getParams();
       const auto by = p.getBy() == rpc::BillGrouping::HOUR  ? bill_grouping::hour
@@ -56,7 +56,7 @@ public:
   }
 
   kj::Promise<void> audit(AuditContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.audit", [this, context]() mutable {
       auto* store = need_store("audit");
       auto p = context.getParams().getQuery();
       audit_query q;
@@ -94,7 +94,7 @@ public:
   }
 
   kj::Promise<void> auditVerify(AuditVerifyContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.auditVerify", [this, context]() mutable {
       auto* store = need_store("auditVerify");
       return ctx_
         ->on_worker<result<audit_check>>(
@@ -121,7 +121,7 @@ public:
   }
 
   kj::Promise<void> tail(TailContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.tail", [this, context]() mutable {
       auto p = context.getParams();
       std::map<std::int32_t, std::int64_t> from;
       for (auto po : p.getFrom()) {
@@ -141,7 +141,7 @@ public:
   }
 
   kj::Promise<void> history(HistoryContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.history", [this, context]() mutable {
       std::string id = context.getParams().getSandboxId().cStr();
       using found = result<std::vector<replay::history_entry>>;
       return ctx_
@@ -178,7 +178,7 @@ public:
   }
 
   kj::Promise<void> verifyProjection(VerifyProjectionContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.verifyProjection", [this, context]() mutable {
       auto* store = need_store("verifyProjection");
       std::string name = context.getParams().getName().cStr();
       if (name.empty())

@@ -284,7 +284,7 @@ public:
         started_ns_(started_ns), out_(std::move(out)), in_(std::move(in)) {}
 
   kj::Promise<void> wait(WaitContext context) override {
-    return sandbox_call(*s_.ctx, s_.conn, [this, context]() mutable {
+    return sandbox_call(*s_.ctx, s_.conn, "Exec.wait", [this, context]() mutable {
       return operation<events::exec_finished>(s_,
                                               [this](auto done) {
                                                 s_.ctx->plane->wait_exec(s_.id, s_.who.tenant,
@@ -315,7 +315,7 @@ public:
     if (signal < 1 || signal > 64)
       throw_error(errc::invalid_argument,
                   "signal " + std::to_string(signal) + " is not a signal number (1-64, 0 = KILL)");
-    return sandbox_call(*s_.ctx, s_.conn, [this, signal]() {
+    return sandbox_call(*s_.ctx, s_.conn, "Exec.kill", [this, signal]() {
       return operation<events::exec_kill_requested>(
                s_,
                [this, signal](auto done) {
@@ -361,7 +361,7 @@ public:
       fill(context.getResults().initInfo(), exec_id_, argv_, started_ns_);
       return kj::READY_NOW;
     }
-    return sandbox_call(*s_.ctx, s_.conn, [this, context]() mutable {
+    return sandbox_call(*s_.ctx, s_.conn, "Exec.info", [this, context]() mutable {
       return operation<std::vector<events::exec_started>>(
                s_,
                [this](auto done) {
@@ -402,7 +402,7 @@ private:
 kj::Promise<void>
 serve_exec(const sandbox_ref& s,
            capnp::CallContext<rpc::Sandbox::ExecParams, rpc::Sandbox::ExecResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.exec", [s, context]() mutable {
     auto params = context.getParams();
     if (params.getRequest().getStreamStdin())
       throw_error(errc::invalid_argument,
@@ -439,7 +439,7 @@ serve_exec(const sandbox_ref& s,
 kj::Promise<void>
 serve_start(const sandbox_ref& s,
             capnp::CallContext<rpc::Sandbox::StartParams, rpc::Sandbox::StartResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.start", [s, context]() mutable {
     auto params = context.getParams();
     auto req = take(exec_request_of(params.getRequest()));
     // Until there is a handle, the call owns the stdin: if start fails or the call is
@@ -485,7 +485,7 @@ serve_start(const sandbox_ref& s,
 kj::Promise<void>
 serve_execs(const sandbox_ref& s,
             capnp::CallContext<rpc::Sandbox::ExecsParams, rpc::Sandbox::ExecsResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.execs", [s, context]() mutable {
     return operation<std::vector<events::exec_started>>(
              s, [s](auto done) { s.ctx->plane->list_execs(s.id, s.who.tenant, std::move(done)); })
       .then([context](actors::op_result<std::vector<events::exec_started>> r) mutable {
@@ -500,7 +500,7 @@ serve_execs(const sandbox_ref& s,
 kj::Promise<void> serve_open_exec(
   const sandbox_ref& s,
   capnp::CallContext<rpc::Sandbox::OpenExecParams, rpc::Sandbox::OpenExecResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.openExec", [s, context]() mutable {
     std::string exec_id = context.getParams().getExecId().cStr();
     if (exec_id.empty())
       throw_error(errc::invalid_argument, "the exec id is empty; give the id start returned");

@@ -96,7 +96,7 @@ public:
     if (committed_)
       throw_error(errc::conflict, "the upload of " + path_ + " was committed already");
     committed_ = true;
-    return sandbox_call(*s_.ctx, s_.conn, [this, context]() mutable {
+    return sandbox_call(*s_.ctx, s_.conn, "Upload.commit", [this, context]() mutable {
       return operation<events::file_op_finished>(s_,
                                                  [this](auto done) {
                                                    s_.ctx->plane->write_file(
@@ -138,7 +138,7 @@ kj::Promise<void> change(const sandbox_ref& s,
 kj::Promise<void> serve_read_file(
   const sandbox_ref& s,
   capnp::CallContext<rpc::Sandbox::ReadFileParams, rpc::Sandbox::ReadFileResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.readFile", [s, context]() mutable {
     auto params = context.getParams();
     auto path = path_of(params.getPath());
     auto sink = params.getSink();
@@ -167,7 +167,7 @@ kj::Promise<void> serve_read_file(
 kj::Promise<void> serve_write_file(
   const sandbox_ref& s,
   capnp::CallContext<rpc::Sandbox::WriteFileParams, rpc::Sandbox::WriteFileResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.writeFile", [s, context]() mutable {
     auto params = context.getParams();
     auto path = path_of(params.getPath());
     const std::uint32_t mode = params.getMode() == 0 ? 0644 : params.getMode();
@@ -186,7 +186,7 @@ kj::Promise<void> serve_write_file(
 kj::Promise<void> serve_list_dir(
   const sandbox_ref& s,
   capnp::CallContext<rpc::Sandbox::ListDirParams, rpc::Sandbox::ListDirResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.listDir", [s, context]() mutable {
     auto path = path_of(context.getParams().getPath());
     const std::uint32_t limit = context.getParams().getLimit();
     return operation<runtime::dir_listing>(
@@ -215,7 +215,7 @@ kj::Promise<void> serve_list_dir(
 kj::Promise<void>
 serve_stat(const sandbox_ref& s,
            capnp::CallContext<rpc::Sandbox::StatParams, rpc::Sandbox::StatResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.stat", [s, context]() mutable {
     auto path = path_of(context.getParams().getPath());
     return stat_of(s, path).then([context, path](runtime::file_info i) mutable {
       fill(context.getResults().initInfo(), path, i);
@@ -226,7 +226,7 @@ serve_stat(const sandbox_ref& s,
 kj::Promise<void> serve_make_dir(
   const sandbox_ref& s,
   capnp::CallContext<rpc::Sandbox::MakeDirParams, rpc::Sandbox::MakeDirResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.makeDir", [s, context]() mutable {
     auto path = path_of(context.getParams().getPath());
     const bool parents = context.getParams().getParents();
     return change(s, [s, path, parents](auto done) {
@@ -238,7 +238,7 @@ kj::Promise<void> serve_make_dir(
 kj::Promise<void>
 serve_remove(const sandbox_ref& s,
              capnp::CallContext<rpc::Sandbox::RemoveParams, rpc::Sandbox::RemoveResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.remove", [s, context]() mutable {
     auto path = path_of(context.getParams().getPath());
     const bool recursive = context.getParams().getRecursive();
     return change(s, [s, path, recursive](auto done) {
@@ -250,7 +250,7 @@ serve_remove(const sandbox_ref& s,
 kj::Promise<void>
 serve_rename(const sandbox_ref& s,
              capnp::CallContext<rpc::Sandbox::RenameParams, rpc::Sandbox::RenameResults> context) {
-  return sandbox_call(*s.ctx, s.conn, [s, context]() mutable {
+  return sandbox_call(*s.ctx, s.conn, "Sandbox.rename", [s, context]() mutable {
     auto from = path_of(context.getParams().getFrom());
     auto to = path_of(context.getParams().getTo());
     return change(s, [s, from, to](auto done) {

@@ -15,7 +15,7 @@ public:
       : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)), id_(std::move(id)) {}
 
   kj::Promise<void> info(InfoContext context) override {
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Sandbox.info", [this, context]() mutable {
       return ctx_->query(id_, who_.tenant).then([context](actors::command_reply r) mutable {
         check(r);
         fill(context.getResults().initInfo(), r.state);
@@ -39,15 +39,15 @@ public:
     const auto mode = context.getParams().getMode() == schema::PauseMode::MEMORY
                         ? events::pause_mode::memory
                         : events::pause_mode::filesystem;
-    return command(context, actors::cmd::pause{mode, events::pause_reason::user});
+    return command("Sandbox.pause", context, actors::cmd::pause{mode, events::pause_reason::user});
   }
 
   kj::Promise<void> resume(ResumeContext context) override {
-    return command(context, actors::cmd::resume{});
+    return command("Sandbox.resume", context, actors::cmd::resume{});
   }
 
   kj::Promise<void> delete_(DeleteContext) override {
-    return sandbox_call(*ctx_, conn_, [this]() {
+    return sandbox_call(*ctx_, conn_, "Sandbox.delete", [this]() {
       return existing()
         .then([ctx = ctx_, self = this](actors::command_reply) {
           return ctx->submit(self->id_, self->command_of(actors::cmd::remove{}),
@@ -60,7 +60,7 @@ public:
   kj::Promise<void> setTimeouts(SetTimeoutsContext context) override {
     // The command takes the complete settings: read the current ones from the actor, apply
     // the request, then set. (A set by another client in between is overwritten.)
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Sandbox.setTimeouts", [this, context]() mutable {
       return ctx_->query(id_, who_.tenant)
         .then([ctx = ctx_, self = this, context](actors::command_reply r) mutable {
           check(r);
@@ -79,7 +79,7 @@ public:
   }
 
   kj::Promise<void> watch(WatchContext context) override {
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Sandbox.watch", [this, context]() mutable {
       return ctx_->query(id_, who_.tenant)
         .then([ctx = ctx_, conn = conn_, id = id_, context](actors::command_reply r) mutable {
           check(r);
@@ -110,8 +110,8 @@ private:
 
   // A lifecycle command, answered with the sandbox's info once it settled.
   template <class Context>
-  kj::Promise<void> command(Context context, actors::command_body body) {
-    return sandbox_call(*ctx_, conn_, [this, context, body = std::move(body)]() mutable {
+  kj::Promise<void> command(const char* method, Context context, actors::command_body body) {
+    return sandbox_call(*ctx_, conn_, method, [this, context, body = std::move(body)]() mutable {
       return existing()
         .then([ctx = ctx_, self = this, body = std::move(body)](actors::command_reply) mutable {
           return ctx->submit(self->id_, self->command_of(std::move(body)),

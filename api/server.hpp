@@ -36,9 +36,11 @@
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace sandboxd::actors {
@@ -77,6 +79,9 @@ struct server_options {
   bool tls_on_loopback = false;
   std::size_t worker_threads = 2; // PostgreSQL queries and stream reads
   std::string version = "0.1.0";
+  // Called on the server's loop once each call has answered: the method ("Session.get"),
+  // the outcome ("ok" or the error code's name) and the seconds from arrival to answer.
+  std::function<void(std::string_view method, std::string_view outcome, double seconds)> on_call;
 };
 
 struct server_stats {

@@ -1,5 +1,9 @@
 #include "api/service_context.hpp"
 
+#include "api/rpc_error.hpp"
+
+#include <chrono>
+
 namespace sandboxd::api {
 
 stream_wakeups::stream_wakeups(std::int32_t partitions)
@@ -84,26 +88,47 @@ bool is_not_found(const kj::Exception& e) {
   return e.getDescription().startsWith("not_found: ");
 }
 
+// `answer`, reported to on_call when it settles.
+kj::Promise<void> observed(service_context& ctx, const char* method, kj::Promise<void> answer) {
+  if (!ctx.options.on_call)
+    return answer;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto* c = &ctx;
+  auto seconds = [t0] {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  };
+  return answer.then(
+    [c, method, seconds]() -> kj::Promise<void> {
+      c->options.on_call(method, "ok", seconds());
+      return kj::READY_NOW;
+    },
+    [c, method, seconds](kj::Exception&& e) -> kj::Promise<void> {
+      c->options.on_call(method, to_string(from_exception(e).code), seconds());
+      return kj::mv(e);
+    });
+}
+
 } // namespace
 
 kj::Promise<void> plain_call(service_context& ctx, const std::shared_ptr<connection_state>& conn,
-                             kj::Function<kj::Promise<void>()> body) {
+                             const char* method, kj::Function<kj::Promise<void>()> body) {
   auto slot = enter(ctx, conn);
-  return kj::evalNow(kj::mv(body)).attach(kj::mv(slot));
+  return observed(ctx, method, kj::evalNow(kj::mv(body))).attach(kj::mv(slot));
 }
 
 kj::Promise<void> sandbox_call(service_context& ctx, const std::shared_ptr<connection_state>& conn,
-                               kj::Function<kj::Promise<void>()> body) {
+                               const char* method, kj::Function<kj::Promise<void>()> body) {
   auto slot = enter(ctx, conn);
   const auto deadline = ctx.timer->now() + ctx.options.not_found_floor.count() * kj::MILLISECONDS;
   auto* timer = ctx.timer;
-  return kj::evalNow(kj::mv(body))
-    .catch_([timer, deadline](kj::Exception&& e) -> kj::Promise<void> {
-      if (!is_not_found(e))
-        return kj::mv(e);
-      return timer->atTime(deadline).then(
-        [e = kj::mv(e)]() mutable -> kj::Promise<void> { return kj::mv(e); });
-    })
+  return observed(ctx, method,
+                  kj::evalNow(kj::mv(body))
+                    .catch_([timer, deadline](kj::Exception&& e) -> kj::Promise<void> {
+                      if (!is_not_found(e))
+                        return kj::mv(e);
+                      return timer->atTime(deadline).then(
+                        [e = kj::mv(e)]() mutable -> kj::Promise<void> { return kj::mv(e); });
+                    }))
     .attach(kj::mv(slot));
 }
 

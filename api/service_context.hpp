@@ -120,13 +120,14 @@ private:
 };
 call_slot enter(service_context& ctx, const std::shared_ptr<connection_state>& conn);
 
-// Runs a sandbox call: counts it among the calls in flight and holds a NOT_FOUND answer
-// until not_found_floor after the call arrived (server.hpp says why).
+// Runs a sandbox call: counts it among the calls in flight, holds a NOT_FOUND answer until
+// not_found_floor after the call arrived (server.hpp says why), and reports `method`'s
+// outcome and latency to options.on_call.
 kj::Promise<void> sandbox_call(service_context& ctx, const std::shared_ptr<connection_state>& conn,
-                               kj::Function<kj::Promise<void>()> body);
+                               const char* method, kj::Function<kj::Promise<void>()> body);
 // The same without the NOT_FOUND floor (calls that name no sandbox).
 kj::Promise<void> plain_call(service_context& ctx, const std::shared_ptr<connection_state>& conn,
-                             kj::Function<kj::Promise<void>()> body);
+                             const char* method, kj::Function<kj::Promise<void>()> body);
 
 // The error of a failed reply, or nothing.
 inline void check(const actors::command_reply& r) {

@@ -64,37 +64,39 @@ public:
       : ctx_(std::move(ctx)), conn_(std::move(conn)), who_(std::move(who)) {}
 
   kj::Promise<void> create(CreateContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
-      auto& ctx = *ctx_;
-      auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
-      auto id = new_sandbox_id(*ctx.ledger);
-      check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
-      actors::command c;
-      c.tenant = who_.tenant;
-      c.principal = who_.principal;
-      c.correlation_id = ctx.correlation_id(*conn_);
-      c.body = actors::cmd::create{std::move(spec)};
-      return ctx.submit(id, std::move(c), actors::reply_when::settled)
-        .then([ctx = ctx_, conn = conn_, who = who_, context, id](actors::command_reply r) mutable {
-          // A failed create made no sandbox; a retried one answers another sandbox (the one
-          // its client request id made), so this reservation was never needed.
-          if (!r.ok() || r.state.sandbox_id != id)
-            ctx->ledger->release(id);
-          check(r);
-          if (r.state.status == actors::sandbox_status::failed)
-            throw_error(runtime_code_of(r.state.failure_reason),
-                        "sandbox " + r.state.sandbox_id +
-                          " could not be created: " + r.state.failure_reason +
-                          " (it is kept in state failed for inspection; delete it)");
-          auto results = context.getResults();
-          fill(results.initInfo(), r.state);
-          results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
-        });
-    });
+    return plain_call(
+      *ctx_, conn_, "Session.create", [this, context]() mutable -> kj::Promise<void> {
+        auto& ctx = *ctx_;
+        auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
+        auto id = new_sandbox_id(*ctx.ledger);
+        check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
+        actors::command c;
+        c.tenant = who_.tenant;
+        c.principal = who_.principal;
+        c.correlation_id = ctx.correlation_id(*conn_);
+        c.body = actors::cmd::create{std::move(spec)};
+        return ctx.submit(id, std::move(c), actors::reply_when::settled)
+          .then(
+            [ctx = ctx_, conn = conn_, who = who_, context, id](actors::command_reply r) mutable {
+              // A failed create made no sandbox; a retried one answers another sandbox (the one
+              // its client request id made), so this reservation was never needed.
+              if (!r.ok() || r.state.sandbox_id != id)
+                ctx->ledger->release(id);
+              check(r);
+              if (r.state.status == actors::sandbox_status::failed)
+                throw_error(runtime_code_of(r.state.failure_reason),
+                            "sandbox " + r.state.sandbox_id +
+                              " could not be created: " + r.state.failure_reason +
+                              " (it is kept in state failed for inspection; delete it)");
+              auto results = context.getResults();
+              fill(results.initInfo(), r.state);
+              results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
+            });
+      });
   }
 
   kj::Promise<void> get(GetContext context) override {
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Session.get", [this, context]() mutable {
       return ctx_->query(context.getParams().getSandboxId(), who_.tenant)
         .then([context](actors::command_reply r) mutable {
           check(r);
@@ -104,7 +106,7 @@ public:
   }
 
   kj::Promise<void> open(OpenContext context) override {
-    return sandbox_call(*ctx_, conn_, [this, context]() mutable {
+    return sandbox_call(*ctx_, conn_, "Session.open", [this, context]() mutable {
       return ctx_->query(context.getParams().getSandboxId(), who_.tenant)
         .then([ctx = ctx_, conn = conn_, who = who_, context](actors::command_reply r) mutable {
           check(r);
@@ -114,7 +116,7 @@ public:
   }
 
   kj::Promise<void> list(ListContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable -> kj::Promise<void> {
+    return plain_call(*ctx_, conn_, "Session.list", [this, context]() mutable -> kj::Promise<void> {
       auto& ctx = *ctx_;
       if (!ctx.store)
         throw_error(errc::unavailable,

@@ -310,6 +310,10 @@ int main(int argc, char** argv) {
     o.tls_certificate_file = config.tls_certificate;
     o.tls_key_file = config.tls_key;
     o.version = std::string(sn::version());
+    o.on_call = [probe = node.shared_probe()](std::string_view method, std::string_view outcome,
+                                              double seconds) {
+      probe->rpc_call(method, outcome, seconds);
+    };
     try {
       rpc = std::make_unique<api::server>(std::move(o));
     } catch (const std::exception& e) {

@@ -1,35 +1,49 @@
-// api_bench — sandboxd's RPC API over its unix socket (hollow driver, embedded file log):
-//   get_calls_per_s     Session.get of one running sandbox, 100 calls in flight (closed
-//                       loop): Cap'n Proto in and out, the hop to the sandbox's actor and
-//                       back through the loop bridge;
+// api_bench — sandboxd's RPC API over its unix socket:
+//   get_calls_per_s     Session.get of one running sandbox (hollow driver, embedded file log),
+//                       100 calls in flight (closed loop): Cap'n Proto in and out, the hop to
+//                       the sandbox's actor and back through the loop bridge;
 //   echo_calls_per_s    the reference, same run: a bare Cap'n Proto server (EzRpcServer, its
 //                       own thread, the same schema) answering Gateway.version at once, driven
 //                       the same way over a unix socket;
 //   get_vs_echo         their ratio;
 //   version_calls_per_s Gateway.version through sandboxd's server (no actor): what the
 //                       server's own plumbing costs against the bare one.
-// Exec, output streaming and file reads are not served by this build: their figures are
-// printed as null (the JSON keeps their place).
+// Then on a whole node (node::node: the file log, the embedded PostgreSQL, crun) behind the
+// same server, through the C++ client library:
+//   exec_p50_ms         Sandbox.exec of `true` on one running crun sandbox (p50 of 200);
+//   driver_exec_p50_ms  the reference, same run, interleaved: the same exec on the crun
+//                       driver alone (no RPC, no actor, no log);
+//   exec_vs_driver      their ratio (target at most 1.3);
+//   stream_mib_per_s    `head -c 256M /dev/zero` streamed to the client's output callback;
+//   read_file_mib_per_s a 64 MiB file read through Sandbox.readFile (best of 3).
+// Where crun cannot run, the node figures are printed as null (the JSON keeps their place).
 // Usage: api_bench [--json] [--seconds S] [--in-flight N]
 #include "actors/control_plane.hpp"
+#include "api/client.hpp"
 #include "api/server.hpp"
 #include "api/token_authenticator.hpp"
 #include "events/file_log.hpp"
+#include "node/node.hpp"
+#include "node/runtime_set.hpp"
 #include "runtime/hollow_driver.hpp"
 #include "schemas/api.capnp.h"
 #include "tests/support/temp_dir.hpp"
 
 #include <capnp/ez-rpc.h>
 #include <kj/async-io.h>
+#include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <future>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
 
@@ -124,6 +138,140 @@ std::map<std::string, double> cpu_by_thread() {
 std::string figure(double v) {
   char b[64];
   std::snprintf(b, sizeof b, "%.0f", v);
+  return b;
+}
+
+double ms_between(steady::time_point a, steady::time_point b) {
+  return std::chrono::duration<double, std::milli>(b - a).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+struct node_figures {
+  double exec_p50_ms = 0, driver_exec_p50_ms = 0, stream_mib_per_s = 0, read_file_mib_per_s = 0;
+};
+
+// The exec, stream and read figures on a whole node behind sandboxd's server; nullopt (and
+// why, printed) when they cannot be measured here.
+std::optional<node_figures> measure_node() {
+  if (auto why = node::runtime_unavailable(events::runtime_kind::crun)) {
+    std::printf("  exec, stream, read_file: skipped, crun cannot run here: %s\n", why->c_str());
+    return std::nullopt;
+  }
+  spdlog::set_level(spdlog::level::warn);
+  test::temp_dir dir("api-bench-node");
+  ::chmod(dir.path().c_str(), 0711); // the embedded PostgreSQL's user traverses it
+  node::node_config c;
+  c.data_dir = dir / "data";
+  c.runtimes = {events::runtime_kind::crun};
+  node::node n(c);
+  n.start();
+  api::token_authenticator tokens;
+  tokens.add("bench-token", {"bench", "bench", {"sandboxes"}});
+  api::server_options so;
+  so.listen = {"unix:" + (dir / "api.sock")};
+  so.plane = &n.plane();
+  so.log = &n.log();
+  so.auth = &tokens;
+  so.pg_conninfo = n.conninfo();
+  so.pg_schema = n.schema();
+  so.defaults.runtime = events::runtime_kind::crun;
+  so.defaults.runtimes = {events::runtime_kind::crun};
+  auto server = std::make_unique<api::server>(so);
+
+  std::optional<node_figures> out;
+  std::string failure;
+  // On a thread of its own: the client's kj loop is that thread's.
+  std::thread([&] {
+    auto c = api::client::connect({so.listen[0], "bench-token"});
+    if (!c.ok()) {
+      failure = "connect: " + c.err().message;
+      return;
+    }
+    api::create_options co;
+    co.runtime = "crun";
+    co.limits.memory_mib = 512;
+    auto sb = c->create(co);
+    if (!sb.ok()) {
+      failure = "create: " + sb.err().message;
+      return;
+    }
+    const std::string id = sb->id;
+    auto* driver = n.driver(events::runtime_kind::crun);
+    node_figures f;
+    std::vector<double> rpc, direct;
+    for (int i = 0; i < 205 && failure.empty(); ++i) {
+      const auto t0 = steady::now();
+      auto r = c->exec(id, {.argv = {"true"}}, {});
+      const auto t1 = steady::now();
+      runtime::exec_request e;
+      e.exec_id = "bench-" + std::to_string(i);
+      e.argv = {"true"};
+      auto d = driver->exec(id, e);
+      const auto t2 = steady::now();
+      if (!r.ok() || !d.ok())
+        failure = "exec: " + (r.ok() ? d.err().message : r.err().message);
+      if (i >= 5) { // warm-up rounds left out
+        rpc.push_back(ms_between(t0, t1));
+        direct.push_back(ms_between(t1, t2));
+      }
+    }
+    f.exec_p50_ms = median(rpc);
+    f.driver_exec_p50_ms = median(direct);
+
+    constexpr std::uint64_t k_stream = 256ull << 20;
+    std::uint64_t got = 0;
+    const auto s0 = steady::now();
+    auto st = c->exec(
+      id,
+      {.argv = {"head", "-c", std::to_string(k_stream), "/dev/zero"}, .max_output_bytes = k_stream},
+      [&](api::output_stream, std::string_view b) { got += b.size(); });
+    const double stream_s = ms_between(s0, steady::now()) / 1000;
+    if (!st.ok() || got != k_stream)
+      failure = "stream: " + (st.ok() ? std::to_string(got) + " bytes arrived" : st.err().message);
+    f.stream_mib_per_s = double(k_stream >> 20) / stream_s;
+
+    constexpr std::size_t k_file = 64u << 20;
+    std::size_t sent = 0;
+    auto w = c->write_file(id, "/workspace/big.bin", 0644, [&](std::string& chunk) {
+      if (sent == k_file)
+        return api::source_step::end;
+      chunk.assign(1u << 20, 'x');
+      sent += chunk.size();
+      return api::source_step::chunk;
+    });
+    if (!w.ok())
+      failure = "write 64 MiB: " + w.err().message;
+    for (int round = 0; round < 3 && failure.empty(); ++round) {
+      std::size_t read = 0;
+      const auto r0 = steady::now();
+      auto rd =
+        c->read_file(id, "/workspace/big.bin", [&](std::string_view b) { read += b.size(); });
+      const double s = ms_between(r0, steady::now()) / 1000;
+      if (!rd.ok() || read != k_file)
+        failure = "read 64 MiB: " + (rd.ok() ? std::to_string(read) + " bytes" : rd.err().message);
+      f.read_file_mib_per_s = std::max(f.read_file_mib_per_s, 64 / s);
+    }
+    c->remove(id);
+    if (failure.empty())
+      out = f;
+  }).join();
+  server.reset();
+  n.stop();
+  if (!failure.empty())
+    std::printf("  exec, stream, read_file: failed: %s\n", failure.c_str());
+  return out;
+}
+
+std::string figure_or_null(const std::optional<node_figures>& f, double node_figures::*field,
+                           const char* format) {
+  if (!f)
+    return "null";
+  char b[64];
+  std::snprintf(b, sizeof b, format, (*f).*field);
   return b;
 }
 
@@ -235,13 +383,33 @@ int main(int argc, char** argv) {
     if (us >= 0.05)
       std::printf(" %s %.1f", name.c_str(), us);
   std::printf("  (api_bench: the client and the echo server's idle thread)\n");
-  std::printf("  exec, stream, read_file: not served by this build\n");
+  const auto nf = measure_node();
+  const double exec_ratio =
+    nf && nf->driver_exec_p50_ms > 0 ? nf->exec_p50_ms / nf->driver_exec_p50_ms : 0;
+  if (nf) {
+    std::printf("  exec_p50_ms          %.2f  (Sandbox.exec of true on crun, over RPC)\n",
+                nf->exec_p50_ms);
+    std::printf(
+      "  driver_exec_p50_ms   %.2f  (reference: the same exec on the crun driver alone)\n",
+      nf->driver_exec_p50_ms);
+    std::printf("  exec_vs_driver       %.2f  (target <= 1.3)\n", exec_ratio);
+    std::printf("  stream_mib_per_s     %.0f  (head -c 256M /dev/zero streamed to the client)\n",
+                nf->stream_mib_per_s);
+    std::printf("  read_file_mib_per_s  %.0f  (a 64 MiB file through Sandbox.readFile, best of "
+                "3)\n",
+                nf->read_file_mib_per_s);
+  }
   if (json)
     std::printf("{\"get_calls_per_s\":%s,\"echo_calls_per_s\":%s,\"get_vs_echo\":%.3f,"
-                "\"version_calls_per_s\":%s,\"in_flight\":%d,\"exec_p50_ms\":null,"
-                "\"driver_exec_p50_ms\":null,\"exec_vs_driver\":null,\"stream_mib_per_s\":null,"
-                "\"read_file_mib_per_s\":null}\n",
+                "\"version_calls_per_s\":%s,\"in_flight\":%d,\"exec_p50_ms\":%s,"
+                "\"driver_exec_p50_ms\":%s,\"exec_vs_driver\":%s,\"stream_mib_per_s\":%s,"
+                "\"read_file_mib_per_s\":%s}\n",
                 figure(get_rate).c_str(), figure(echo_rate).c_str(), ratio,
-                figure(version_rate).c_str(), in_flight);
+                figure(version_rate).c_str(), in_flight,
+                figure_or_null(nf, &node_figures::exec_p50_ms, "%.3f").c_str(),
+                figure_or_null(nf, &node_figures::driver_exec_p50_ms, "%.3f").c_str(),
+                nf ? (std::to_string(exec_ratio)).c_str() : "null",
+                figure_or_null(nf, &node_figures::stream_mib_per_s, "%.0f").c_str(),
+                figure_or_null(nf, &node_figures::read_file_mib_per_s, "%.0f").c_str());
   return 0;
 }

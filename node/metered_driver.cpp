@@ -1,6 +1,7 @@
 #include "node/metered_driver.hpp"
 
 #include <chrono>
+#include <vector>
 
 namespace sandboxd::node {
 
@@ -30,7 +31,29 @@ runtime::outcome<void> metered_driver::start(const std::string& id) {
 
 runtime::outcome<runtime::exec_result> metered_driver::exec(const std::string& id,
                                                             const runtime::exec_request& request) {
-  return timed(driver_call::exec, [&] { return inner_.exec(id, request); });
+  const std::pair<std::string, std::string> key{id, request.exec_id};
+  {
+    std::lock_guard l(execs_mu_);
+    if (ending_)
+      return runtime::make_error(runtime::errc::unavailable,
+                                 "sandboxd is stopping; run the exec again once it runs");
+    execs_.insert(key);
+  }
+  auto r = timed(driver_call::exec, [&] { return inner_.exec(id, request); });
+  std::lock_guard l(execs_mu_);
+  execs_.erase(execs_.find(key));
+  return r;
+}
+
+void metered_driver::end_execs(int signal) {
+  std::vector<std::pair<std::string, std::string>> running;
+  {
+    std::lock_guard l(execs_mu_);
+    ending_ = true;
+    running.assign(execs_.begin(), execs_.end());
+  }
+  for (const auto& [id, exec_id] : running)
+    inner_.signal_exec(id, exec_id, signal); // not_found: it ended meanwhile
 }
 
 runtime::outcome<void> metered_driver::signal_exec(const std::string& id,

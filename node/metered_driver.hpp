@@ -1,12 +1,20 @@
 // metered_driver — a runtime::driver that forwards every call to another and times it
 // into the node's probe (sandboxd_driver_call_seconds{runtime,call}, failures by call).
 //
-// It adds no guarantee and takes none away: same results, same threads, same blocking;
-// never_blocks() and name() are the inner driver's.
+// Same results, same threads, same blocking; never_blocks() and name() are the inner
+// driver's. One addition, for the node's stop: it knows the execs in flight, and
+// end_execs() signals each of them (an exec without a timeout would otherwise hold the
+// stop forever) and refuses execs from then on, so the stop waits for nothing that never
+// ends; the execs' outcomes are what the signal made of them (killed).
 #pragma once
 
 #include "node/node_probe.hpp"
 #include "runtime/driver.hpp"
+
+#include <mutex>
+#include <set>
+#include <string>
+#include <utility>
 
 namespace sandboxd::node {
 
@@ -44,12 +52,18 @@ public:
 
   runtime::driver& inner() { return inner_; }
 
+  // Signals every exec in flight with `signal`; later execs answer unavailable. Thread-safe.
+  void end_execs(int signal);
+
 private:
   template <class F>
   auto timed(driver_call call, F&& f) -> decltype(f());
 
   runtime::driver& inner_;
   node_probe::driver_instruments& metrics_;
+  std::mutex execs_mu_;
+  std::multiset<std::pair<std::string, std::string>> execs_; // (sandbox, exec id) in flight
+  bool ending_ = false;
 };
 
 } // namespace sandboxd::node

@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <future>
 #include <regex>
 #include <thread>
@@ -271,6 +272,12 @@ void node::stop() {
 }
 
 void node::teardown() {
+  // An exec without a timeout never ends by itself: the control plane's stop would wait for
+  // it forever. Killed, it ends like any killed exec (its outcome in the log says so).
+  if (runtimes_ && plane_) {
+    runtimes_->end_execs(SIGKILL);
+    spdlog::info("execs in flight killed");
+  }
   if (plane_) {
     plane_.reset();
     spdlog::info("control plane stopped (journal flushed)");

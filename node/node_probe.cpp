@@ -83,7 +83,15 @@ node_probe::node_probe()
                 .Name("sandboxd_timers")
                 .Help("Entries in the control plane's timer queue")
                 .Register(*registry_)
-                .Add({})) {
+                .Add({})),
+      rpc_calls_(prometheus::BuildCounter()
+                   .Name("sandboxd_rpc_calls_total")
+                   .Help("RPC calls answered, by method and outcome (ok or the error code)")
+                   .Register(*registry_)),
+      rpc_seconds_(prometheus::BuildHistogram()
+                     .Name("sandboxd_rpc_call_seconds")
+                     .Help("RPC call latency, arrival to answer, by method")
+                     .Register(*registry_)) {
   prometheus::BuildGauge()
     .Name("sandboxd_build_info")
     .Help("sandboxd's version")
@@ -105,6 +113,12 @@ node_probe::driver_instruments& node_probe::driver(std::string_view runtime) {
     d.failures[i] = &driver_failures_.Add(labels);
   }
   return d;
+}
+
+void node_probe::rpc_call(std::string_view method, std::string_view outcome, double seconds) {
+  // Family::Add returns the existing metric for labels it already has (thread-safe).
+  rpc_calls_.Add({{"method", std::string(method)}, {"outcome", std::string(outcome)}}).Increment();
+  rpc_seconds_.Add({{"method", std::string(method)}}, driver_buckets()).Observe(seconds);
 }
 
 void node_probe::log_appended(std::size_t records, std::chrono::nanoseconds latency, bool ok) {

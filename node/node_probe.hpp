@@ -7,6 +7,9 @@
 //   sandboxd_log_append_seconds                      append issued -> completed
 //   sandboxd_driver_call_seconds{runtime,call}       each driver call (create, start, exec, ...)
 //   sandboxd_driver_call_failures_total{runtime,call}
+//   sandboxd_rpc_calls_total{method,outcome}         RPC calls answered, by method ("Session.get")
+//                                                    and outcome ("ok" or the error code)
+//   sandboxd_rpc_call_seconds{method}                arrival to answer
 // Read at each scrape (the node's figures function):
 //   sandboxd_sandboxes{state,runtime}                the `sandboxes` read model, by state
 //   sandboxd_projection_lag_records{partition}       log end offset - committed offset
@@ -88,6 +91,8 @@ public:
   driver_instruments& driver(std::string_view runtime);
 
   void log_appended(std::size_t records, std::chrono::nanoseconds latency, bool ok);
+  // One RPC call answered (api::server_options::on_call).
+  void rpc_call(std::string_view method, std::string_view outcome, double seconds);
 
   // Called at each scrape for the figures above; empty: those gauges stay as they are.
   void set_figures(std::function<node_figures()> figures);
@@ -112,6 +117,8 @@ private:
   prometheus::Counter& projection_failures_;
   prometheus::Family<prometheus::Gauge>& actors_;
   prometheus::Gauge& timers_;
+  prometheus::Family<prometheus::Counter>& rpc_calls_;
+  prometheus::Family<prometheus::Histogram>& rpc_seconds_;
 
   std::mutex drivers_mu_;
   std::map<std::string, driver_instruments, std::less<>> drivers_;

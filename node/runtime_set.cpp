@@ -120,4 +120,9 @@ std::string runtime_set::dir_of(runtime_kind kind) const {
   return runtimes_dir_ + "/" + events::to_string(kind);
 }
 
+void runtime_set::end_execs(int signal) {
+  for (auto& [kind, d] : metered_)
+    d->end_execs(signal);
+}
+
 } // namespace sandboxd::node

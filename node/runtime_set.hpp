@@ -60,6 +60,9 @@ public:
   runtime::driver& default_driver() { return *find(default_); }
   // The data directory of `kind`'s driver.
   std::string dir_of(events::runtime_kind kind) const;
+  // At stop: every exec in flight on every runtime gets `signal`, later execs are refused
+  // (metered_driver::end_execs).
+  void end_execs(int signal);
 
 private:
   std::string runtimes_dir_;

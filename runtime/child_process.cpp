@@ -2,6 +2,7 @@
 
 #include "runtime/orphan_reaper.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -79,6 +80,7 @@ struct reader {
   output_stream which;
   std::string* into;
   bool open = true;
+  std::uint64_t taken = 0; // bytes within the cap: streamed, or kept in `into`
 };
 
 // One child from fork to exit. Its steps: start (fork and exec with the pipes in place),
@@ -186,13 +188,19 @@ void running_child::read_some(reader& rd, bool drain_only) {
       return;
     }
     std::string_view chunk(buf_, static_cast<size_t>(n));
-    std::uint64_t room =
-      o_.max_output_bytes > rd.into->size() ? o_.max_output_bytes - rd.into->size() : 0;
+    std::uint64_t room = o_.max_output_bytes > rd.taken ? o_.max_output_bytes - rd.taken : 0;
     if (chunk.size() > room) {
       res_.truncated = true;
       chunk = chunk.substr(0, room);
     }
-    rd.into->append(chunk);
+    rd.taken += chunk.size();
+    // Streamed output is passed on, and only its head kept: memory does not grow with it.
+    const std::size_t keep = !o_.on_output
+                               ? chunk.size()
+                               : std::min(chunk.size(), k_kept_when_streamed > rd.into->size()
+                                                          ? k_kept_when_streamed - rd.into->size()
+                                                          : std::size_t{0});
+    rd.into->append(chunk.substr(0, keep));
     if (o_.on_output && !chunk.empty())
       o_.on_output(rd.which, chunk);
     if (!drain_only)

@@ -20,6 +20,8 @@
 
 namespace sandboxd::runtime {
 
+inline constexpr std::size_t k_kept_when_streamed = 64u << 10;
+
 struct process_options {
   std::vector<std::string> argv; // argv[0] an absolute path
   // Runs the program in a private mount namespace without the cgroup2 mount at
@@ -31,6 +33,8 @@ struct process_options {
   // further chunk is pulled. Set at most one of the two.
   std::function<bool(std::string& chunk)> stdin_source;
   std::uint64_t max_output_bytes = 1ull << 20;
+  // Output as it is read, within max_output_bytes. With it, the result's out and err keep
+  // only the first k_kept_when_streamed bytes of each stream.
   std::function<void(output_stream, std::string_view)> on_output;
   std::optional<std::chrono::milliseconds> timeout;
   std::function<void()> on_timeout;

@@ -88,7 +88,7 @@ struct exec_result {
   int signal = 0;     // the signal that ended it, 0 when it exited
   bool timed_out = false;
   bool oom_killed = false; // the memory limit was hit while it ran
-  std::string stdout_data;
+  std::string stdout_data; // with on_output set: its first 64 KiB (the rest was streamed)
   std::string stderr_data;
   bool output_truncated = false; // more output than the cap was produced
   std::chrono::milliseconds duration{0};

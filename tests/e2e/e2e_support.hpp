@@ -1,6 +1,7 @@
 // e2e_support — sandboxctl against a real sandboxd, both as separate processes: the daemon
 // started on a data directory that a guardian cleans whatever happens (node_dir), ready
-// once its socket and development token exist, stopped with SIGTERM; sandboxctl run with
+// once its socket and development token exist, stopped with SIGTERM (or killed with SIGKILL,
+// and started again on the same data directory); sandboxctl run with
 // given arguments, environment and stdin bytes, its stdout, stderr, exit code and wall time
 // captured apart.
 //
@@ -34,9 +35,66 @@ inline std::string read_text(const std::string& path) {
 // One sandboxd with `flags` on its own data directory (DIR/data), output in DIR/sandboxd.log.
 class daemon_process {
 public:
-  explicit daemon_process(std::vector<std::string> flags) {
+  explicit daemon_process(std::vector<std::string> flags) : flags_(std::move(flags)) { launch(); }
+
+  // After stop() or kill9(): the daemon again, on the same data directory and flags (its
+  // output in DIR/sandboxd-N.log for the Nth start).
+  void restart() {
+    if (!exited_)
+      throw std::runtime_error("restart of a sandboxd that still runs");
+    launch();
+  }
+
+  // SIGKILL, and the daemon reaped: what a crash leaves.
+  void kill9() {
+    if (pid_ <= 0 || exited_)
+      return;
+    ::kill(pid_, SIGKILL);
+    ::waitpid(pid_, &status_, 0);
+    exited_ = true;
+  }
+
+  pid_t pid() const { return pid_; }
+
+  ~daemon_process() { stop(); }
+  daemon_process(const daemon_process&) = delete;
+  daemon_process& operator=(const daemon_process&) = delete;
+
+  // SIGTERM, then the exit status (SIGKILL after 60 s).
+  int stop() {
+    if (pid_ <= 0 || exited_)
+      return status_;
+    ::kill(pid_, SIGTERM);
+    if (!eventually([&] { return ended(); }, 60s)) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, &status_, 0);
+      exited_ = true;
+    }
+    return status_;
+  }
+
+  const std::string& token() const { return token_; }
+  std::string address() const { return "unix:" + socket_path(); }
+  std::string socket_path() const { return dir_.data() + "/sandboxd.sock"; }
+  const node_dir& dir() const { return dir_; }
+  std::string data() const { return dir_.data(); }
+  std::string log_path() const {
+    return dir_.path() +
+           (starts_ <= 1 ? "/sandboxd.log" : "/sandboxd-" + std::to_string(starts_) + ".log");
+  }
+  std::string log() const { return read_text(log_path()); }
+  // The embedded PostgreSQL's read models, as its superuser (over its private socket).
+  std::string pg_conninfo() const {
+    return "host=" + dir_.data() + "/postgres/sock port=5432 user=postgres dbname=sandboxd";
+  }
+
+private:
+  void launch() {
+    ++starts_;
+    exited_ = false;
+    status_ = 0;
     std::vector<std::string> args{SANDBOXD_BIN, "--data-dir", dir_.data()};
-    args.insert(args.end(), flags.begin(), flags.end());
+    args.insert(args.end(), flags_.begin(), flags_.end());
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -64,43 +122,15 @@ public:
       token_.pop_back();
   }
 
-  ~daemon_process() { stop(); }
-  daemon_process(const daemon_process&) = delete;
-  daemon_process& operator=(const daemon_process&) = delete;
-
-  // SIGTERM, then the exit status (SIGKILL after 60 s).
-  int stop() {
-    if (pid_ <= 0 || exited_)
-      return status_;
-    ::kill(pid_, SIGTERM);
-    if (!eventually([&] { return ended(); }, 60s)) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, &status_, 0);
-      exited_ = true;
-    }
-    return status_;
-  }
-
-  const std::string& token() const { return token_; }
-  std::string address() const { return "unix:" + socket_path(); }
-  std::string socket_path() const { return dir_.data() + "/sandboxd.sock"; }
-  const node_dir& dir() const { return dir_; }
-  std::string data() const { return dir_.data(); }
-  std::string log_path() const { return dir_.path() + "/sandboxd.log"; }
-  std::string log() const { return read_text(log_path()); }
-  // The embedded PostgreSQL's read models, as its superuser (over its private socket).
-  std::string pg_conninfo() const {
-    return "host=" + dir_.data() + "/postgres/sock port=5432 user=postgres dbname=sandboxd";
-  }
-
-private:
   bool ended() {
     if (!exited_ && ::waitpid(pid_, &status_, WNOHANG) == pid_)
       exited_ = true;
     return exited_;
   }
 
+  std::vector<std::string> flags_;
   node_dir dir_;
+  int starts_ = 0;
   pid_t pid_ = -1;
   bool exited_ = false;
   int status_ = 0;
