@@ -257,12 +257,17 @@ const recovery_report& control_plane::recovery() const {
   return impl_->report;
 }
 
-directory_stats control_plane::stats() {
+directory_stats control_plane::stats(std::chrono::milliseconds limit) {
   auto p = std::make_shared<std::promise<directory_stats>>();
   auto f = p->get_future();
   auto fn = std::make_shared<std::function<void(directory_stats)>>(
     [p](directory_stats s) { p->set_value(s); });
   caf::anon_send(impl_->directory, stats_atom::value, stats_ptr{std::move(fn)});
+  if (f.wait_for(limit) != std::future_status::ready) {
+    directory_stats none;
+    none.answered = false;
+    return none;
+  }
   return f.get();
 }
 

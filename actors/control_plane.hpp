@@ -180,7 +180,9 @@ public:
                    op_done<events::file_op_finished> done);
 
   const recovery_report& recovery() const;
-  directory_stats stats();
+  // What the directory reports; `answered` is false when it did not within `limit` (a
+  // metrics scrape must not hang on a busy directory).
+  directory_stats stats(std::chrono::milliseconds limit = std::chrono::seconds(5));
   // Brings every partition's snapshot up to the log's end now. Returns records replayed.
   std::uint64_t snapshot_now();
 

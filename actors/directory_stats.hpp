@@ -13,6 +13,7 @@ struct directory_stats {
   std::size_t timers = 0;            // entries in the timer queue
   std::uint64_t journal_rounds = 0;  // log appends the journal issued so far
   std::uint64_t journal_records = 0; // records those appends made durable
+  bool answered = true;              // false: the directory did not answer in time (the rest is 0)
 };
 
 } // namespace sandboxd::actors

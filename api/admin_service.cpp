@@ -210,7 +210,7 @@ public:
   }
 
   kj::Promise<void> projectionStatus(ProjectionStatusContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.projectionStatus", [this, context]() mutable {
       auto* store = need_store("projectionStatus");
       using status = result<std::vector<projection_partition>>;
       return ctx_
@@ -232,7 +232,7 @@ public:
   }
 
   kj::Promise<void> rebuildProjection(RebuildProjectionContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.rebuildProjection", [this, context]() mutable {
       auto* store = need_store("rebuildProjection");
       std::string name = context.getParams().getName().cStr();
       if (name.empty())
@@ -254,7 +254,7 @@ public:
   }
 
   kj::Promise<void> checkDeterminism(CheckDeterminismContext context) override {
-    return plain_call(*ctx_, conn_, [this, context]() mutable {
+    return plain_call(*ctx_, conn_, "Admin.checkDeterminism", [this, context]() mutable {
       if (!ctx_->plane)
         throw_error(errc::unavailable, "checkDeterminism needs the node's actors and this "
                                        "server has none; ask a sandboxd node");

@@ -486,6 +486,10 @@ node_figures node::figures() {
   f.lag = s.lag;
   for (const auto& p : s.projectors)
     f.projection_failures += p.failures;
+  f.actors_known = s.directory.answered;
+  if (!s.directory.answered)
+    spdlog::warn("metrics: the sandbox directory did not answer within 5 s; the actor and "
+                 "timer figures are those of the last scrape");
   f.actors_active = s.directory.active;
   f.actors_dormant = s.directory.dormant;
   f.timers = s.directory.timers;

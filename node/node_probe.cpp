@@ -154,9 +154,11 @@ void node_probe::refresh() const {
     projection_failures_.Increment(static_cast<double>(f.projection_failures - failures_seen_));
     failures_seen_ = f.projection_failures;
   }
-  actors_.Add({{"kind", "active"}}).Set(static_cast<double>(f.actors_active));
-  actors_.Add({{"kind", "dormant"}}).Set(static_cast<double>(f.actors_dormant));
-  timers_.Set(static_cast<double>(f.timers));
+  if (f.actors_known) {
+    actors_.Add({{"kind", "active"}}).Set(static_cast<double>(f.actors_active));
+    actors_.Add({{"kind", "dormant"}}).Set(static_cast<double>(f.actors_dormant));
+    timers_.Set(static_cast<double>(f.timers));
+  }
 }
 
 std::vector<prometheus::MetricFamily> node_probe::Collect() const {

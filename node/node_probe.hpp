@@ -74,6 +74,7 @@ struct node_figures {
   std::map<std::string, std::int64_t> sandboxes_by_state;
   std::vector<projections::partition_lag> lag;
   std::uint64_t projection_failures = 0;
+  bool actors_known = false; // the directory answered (else the actor gauges are kept)
   std::size_t actors_active = 0;
   std::size_t actors_dormant = 0;
   std::size_t timers = 0;

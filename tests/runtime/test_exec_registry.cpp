@@ -47,7 +47,7 @@ BOOST_AUTO_TEST_CASE(an_exec_that_ended_is_not_found_at_once) {
   auto res = r.signal("sb-1", "ex-1", 9);
   BOOST_TEST(!res.ok());
   BOOST_TEST((res.err().code == errc::not_found));
-  BOOST_TEST(steady::now() - t0 < exec_registry::k_start_wait / 2);
+  BOOST_TEST((steady::now() - t0 < exec_registry::k_start_wait / 2));
 }
 
 BOOST_AUTO_TEST_CASE(an_exec_that_never_starts_is_not_found_after_the_wait) {
@@ -56,5 +56,5 @@ BOOST_AUTO_TEST_CASE(an_exec_that_never_starts_is_not_found_after_the_wait) {
   auto res = r.signal("sb-1", "never", 9);
   BOOST_TEST(!res.ok());
   BOOST_TEST((res.err().code == errc::not_found));
-  BOOST_TEST(steady::now() - t0 >= exec_registry::k_start_wait);
+  BOOST_TEST((steady::now() - t0 >= exec_registry::k_start_wait));
 }
