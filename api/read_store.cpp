@@ -11,6 +11,13 @@
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+namespace {
+// Every read of the read models sees one snapshot (REPEATABLE READ): under READ COMMITTED
+// each statement has its own, so a verification read an audit chain's head and then rows
+// the projector committed after it, and reported them as written outside the projection.
+using snapshot_read = pqxx::transaction<pqxx::repeatable_read, pqxx::read_only>;
+} // namespace
+
 #include <mutex>
 
 namespace sandboxd::api {
@@ -126,7 +133,7 @@ result<list_page> read_store::list(const std::string& tenant, const list_filter&
   for (const auto& s : q.states)
     states.add(s);
   return with_connection<list_page>("list", [&](pqxx::connection& c) -> result<list_page> {
-    pqxx::read_transaction tx(c);
+    snapshot_read tx(c);
     tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
     const std::int64_t after_us = after ? (*after)[0].get<std::int64_t>() : 0;
     const std::string after_id = after ? (*after)[1].get<std::string>() : std::string();
@@ -190,7 +197,7 @@ result<bill_report> read_store::bill(const std::string& tenant, std::int64_t fro
     return make_error(errc::invalid_argument,
                       "a bill has at most 1000 periods; shorten it or group by day or sandbox");
   return with_connection<bill_report>("a bill", [&](pqxx::connection& c) -> result<bill_report> {
-    pqxx::read_transaction tx(c);
+    snapshot_read tx(c);
     tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
     bill_report report;
     for (std::int64_t at = from_ms; at < to_ms; at += step) {
@@ -239,7 +246,7 @@ result<audit_page> read_store::audit(const audit_query& q) {
   }
   const auto limit = page_limit(q.limit);
   return with_connection<audit_page>("audit rows", [&](pqxx::connection& c) -> result<audit_page> {
-    pqxx::read_transaction tx(c);
+    snapshot_read tx(c);
     tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
     auto rows = tx.exec_params(
       "SELECT tenant, partition, position, event_id, sandbox_id, occurred_at_ns, principal,"
@@ -283,7 +290,7 @@ result<audit_page> read_store::audit(const audit_query& q) {
 result<audit_check> read_store::verify(const std::string& tenant) {
   return with_connection<audit_check>(
     "audit verification", [&](pqxx::connection& c) -> result<audit_check> {
-      pqxx::read_transaction tx(c);
+      snapshot_read tx(c);
       tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
       audit_check check;
       check.checked_rows =

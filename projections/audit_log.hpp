@@ -29,7 +29,9 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition);
 
 // Checks every chain of audit_log in the transaction's search_path against its rows and its
 // head in audit_chain_heads (verify_chain, audit_verifier.hpp, has the problem types).
-// Empty when intact; ordered by tenant, partition and position.
+// Empty when intact; ordered by tenant, partition and position. The transaction must read
+// one snapshot (REPEATABLE READ or stricter) while the projector may be writing: heads and
+// rows read at different moments do not match.
 std::vector<audit_finding> verify_audit_log(pqxx::transaction_base& tx);
 
 } // namespace sandboxd::projections
