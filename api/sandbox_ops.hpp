@@ -57,8 +57,8 @@ T take(actors::op_result<T>&& r) {
 // Ends a stream of writes to a client's sink (OutputSink, ByteSink) with its `done` call and
 // resolves when it is answered: every write before it has then been delivered. A streaming
 // call can be cancelled when its capability is released before it was answered; holding
-// the sink until `done` returns prevents that. A sink without `done` (UNIMPLEMENTED) or
-// one that has gone away ends the stream all the same.
+// the sink until `done` returns prevents that. A client whose sink does not serve `done`
+// (older clients), or whose sink has gone away, gets the stream ended all the same.
 template <class Sink>
 kj::Promise<void> end_stream(Sink& sink) {
   return sink.doneRequest().send().ignoreResult().catch_([](kj::Exception&&) {});

@@ -5,6 +5,7 @@
 
 #include "api/client.hpp"
 #include "cli/context.hpp"
+#include "cli/exit_codes.hpp"
 
 #include <optional>
 #include <string>
@@ -19,6 +20,19 @@ int with_client(context& cx, F&& body) {
   if (!c)
     return cx.fail(c.err());
   return body(**c);
+}
+
+// A check's report (`check` answered by the client: differences between two sources of
+// truth): printed as JSON or text, exit 0 when nothing differs, else k_exit_check_failed.
+template <class Check, class ToJson, class ToText>
+int report_check(context& cx, const result<Check>& check, ToJson to_json, ToText to_text) {
+  if (!check)
+    return cx.fail(check.err());
+  if (cx.as_json())
+    cx.print(to_json(*check));
+  else
+    cx.out(to_text(*check));
+  return check->differences.empty() ? k_exit_ok : k_exit_check_failed;
 }
 
 // A parsed flag value, or the usage error already reported (its exit code in `exit`).

@@ -49,14 +49,7 @@ void add_check_commands(command_table& t) {
           "  sandboxctl --json check determinism sb_0123456789abcdef",
           [id](context& cx) {
             return with_client(cx, [&](api::client& client) {
-              auto check = client.check_determinism(*id);
-              if (!check)
-                return cx.fail(check.err());
-              if (cx.as_json())
-                cx.print(check_json(*check));
-              else
-                cx.out(check_text(*check));
-              return check->differences.empty() ? k_exit_ok : k_exit_check_failed;
+              return report_check(cx, client.check_determinism(*id), check_json, check_text);
             });
           });
   determinism->add_option("id", *id, "one sandbox (default: every sandbox of the log)")

@@ -131,14 +131,7 @@ void add_projection_commands(command_table& t) {
     "  sandboxctl --json projections verify read_models",
     [name](context& cx) {
       return with_client(cx, [&](api::client& client) {
-        auto check = client.verify_projection(*name);
-        if (!check)
-          return cx.fail(check.err());
-        if (cx.as_json())
-          cx.print(check_json(*check));
-        else
-          cx.out(check_text(*check));
-        return check->differences.empty() ? k_exit_ok : k_exit_check_failed;
+        return report_check(cx, client.verify_projection(*name), check_json, check_text);
       });
     });
   verify->add_option("name", *name, "the projection (default: read_models, every read model)")
