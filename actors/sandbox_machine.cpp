@@ -46,7 +46,7 @@ sandbox_state initial_state(std::string sandbox_id) {
 
 // command_body lists the commands in command_kind order.
 static_assert(std::variant_size_v<command_body> ==
-              static_cast<std::size_t>(events::command_kind::timeout_timer) + 1);
+              static_cast<std::size_t>(events::command_kind::redact_sandbox) + 1);
 
 events::command_kind kind_of(const command_body& body) {
   return static_cast<events::command_kind>(body.index());
@@ -133,6 +133,16 @@ struct decider {
     if (s.status == status::deleting)
       return accept_nothing(); // the delete in flight completes this one
     return accept(events::delete_requested{events::delete_reason::user});
+  }
+
+  // Only a deleted sandbox: what runs or is kept still needs its details.
+  decision operator()(const cmd::redact& x) const {
+    if (s.status != status::deleted)
+      return reject(
+        conflict(s, "redact it", "delete it first; only a deleted sandbox is redacted"));
+    if (s.redacted)
+      return accept_nothing(); // done before: the read models no longer hold the details
+    return accept(events::redacted{x.reason});
   }
 
   decision operator()(const cmd::set_timeout& x) const {
@@ -252,14 +262,18 @@ struct decider {
   }
 };
 
+// The commands a sandbox that does not exist (absent) or no longer does (deleted) may take.
 bool is_create(const command_body& b) {
   return std::holds_alternative<cmd::create>(b);
+}
+bool is_redact_of_deleted(const sandbox_state& s, const command_body& b) {
+  return s.status == status::deleted && std::holds_alternative<cmd::redact>(b);
 }
 
 } // namespace
 
 decision decide(const sandbox_state& s, const command& c, time_point now) {
-  if (!exists(s.status) && !is_create(c.body))
+  if (!exists(s.status) && !is_create(c.body) && !is_redact_of_deleted(s, c.body))
     return reject(events::make_error(
       errc::not_found, "sandbox " + s.sandbox_id +
                          (s.status == status::deleted ? " was deleted" : " does not exist") +
@@ -349,6 +363,11 @@ struct evolver {
     touch();
   }
   void operator()(const events::exec_kill_requested&) const {}
+  void operator()(const events::redacted&) const {
+    s.redacted = true;
+    s.spec.labels.clear();
+    s.spec.env.clear();
+  }
   void operator()(const events::storage_sampled& p) const {
     s.writable_layer_bytes = p.writable_layer_bytes;
   }

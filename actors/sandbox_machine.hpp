@@ -14,8 +14,9 @@
 //   `command_rejected` only advance the sequence. An event whose sequence is not above
 //   state.sequence is a duplicate and leaves the state unchanged.
 // - Replaying the events decide emitted, from initial_state, reproduces the same state.
-// - deleted is terminal: no command emits an event for a deleted sandbox (all are rejected,
-//   except a retried create, which is answered with the deleted sandbox it made).
+// - deleted is terminal: no command emits an event for a deleted sandbox but `redact` (all
+//   others are rejected, except a retried create, which is answered with the deleted
+//   sandbox it made); a redact changes no status, only what the read models keep.
 #pragma once
 
 #include "events/errc.hpp"
@@ -76,6 +77,9 @@ struct sandbox_state {
   // Set in status failed: the step that failed and why.
   events::runtime_step failed_step = events::runtime_step::creating;
   std::string failure_reason;
+
+  // A `redacted` was applied (deleted only): spec.labels and spec.env are empty since.
+  bool redacted = false;
 
   bool operator==(const sandbox_state&) const = default;
 };
@@ -167,6 +171,12 @@ struct lifetime_timer {};
 struct retention_timer {};
 struct timeout_timer {}; // the run time allowed since the last start or resume is over
 
+// Removes a deleted sandbox's private details from the read models (`redacted`); accepted
+// once, in status deleted only (a repeat is accepted with no event).
+struct redact {
+  std::string reason;
+};
+
 } // namespace cmd
 
 // In command_kind order (kind_of is the index).
@@ -176,7 +186,7 @@ using command_body =
                cmd::runtime_paused, cmd::runtime_resumed, cmd::runtime_deleted, cmd::runtime_failed,
                cmd::exec_finished, cmd::storage_sampled, cmd::idle_timer, cmd::lifetime_timer,
                cmd::retention_timer, cmd::make_dir, cmd::remove_path, cmd::rename_path,
-               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer>;
+               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact>;
 
 struct command {
   std::string tenant;    // of the caller; becomes the sandbox's tenant on create

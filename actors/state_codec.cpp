@@ -79,6 +79,7 @@ void encode_state(const recovered_sandbox& r, std::string& out) {
     put_str(out, o.op_id);
     put_u64(out, static_cast<std::uint64_t>(o.kind));
   }
+  put_u64(out, s.redacted ? 1 : 0);
 }
 
 std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
@@ -127,6 +128,8 @@ std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
         {std::move(op_id), static_cast<events::file_op_kind>(in.u64())});
     }
   }
+  if (in.ok && !in.in.empty())
+    s.redacted = in.u64() != 0;
   if (!in.ok || !in.in.empty())
     return std::nullopt;
   return r;

@@ -85,6 +85,7 @@ public:
             o.setAction(e.action);
             o.setOutcome(e.outcome);
             o.setDetail(e.detail);
+            o.setRedacted(e.redacted);
             o.setHash(
               kj::arrayPtr(reinterpret_cast<const kj::byte*>(e.hash.data()), e.hash.size()));
           }

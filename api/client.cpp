@@ -481,6 +481,15 @@ result<void> client::remove(const std::string& sandbox_id) {
   return guarded<void>([&] { impl_->open(sandbox_id).deleteRequest().send().wait(impl_->ws()); });
 }
 
+result<void> client::redact(const std::string& sandbox_id, const std::string& reason) {
+  return guarded<void>([&] {
+    auto req = impl_->session.redactRequest();
+    req.setSandboxId(sandbox_id);
+    req.setReason(reason);
+    req.send().wait(impl_->ws());
+  });
+}
+
 result<sandbox_info> client::set_timeouts(const std::string& sandbox_id,
                                           const timeout_change& change) {
   return guarded<sandbox_info>([&] {
@@ -716,6 +725,7 @@ result<audit_page> client::audit(const audit_query& q) {
       e.action = r.getAction().cStr();
       e.outcome = r.getOutcome().cStr();
       e.detail = r.getDetail().cStr();
+      e.redacted = r.getRedacted();
       auto h = r.getHash();
       e.hash.assign(reinterpret_cast<const char*>(h.begin()), h.size());
       page.rows.push_back(std::move(e));

@@ -134,6 +134,8 @@ public:
                              events::pause_mode mode = events::pause_mode::filesystem);
   result<sandbox_info> resume(const std::string& sandbox_id);
   result<void> remove(const std::string& sandbox_id);
+  // Removes a deleted sandbox's private details from the read models (Session.redact).
+  result<void> redact(const std::string& sandbox_id, const std::string& reason);
   result<sandbox_info> set_timeouts(const std::string& sandbox_id, const timeout_change& change);
 
   // The sandbox's events from `from_sequence`, then live ones, each handed to `on_event`

@@ -250,7 +250,7 @@ result<audit_page> read_store::audit(const audit_query& q) {
     tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema_));
     auto rows = tx.exec_params(
       "SELECT tenant, partition, position, event_id, sandbox_id, occurred_at_ns, principal,"
-      " action, outcome, detail, encode(hash, 'hex')"
+      " action, outcome, detail, encode(hash, 'hex'), redacted"
       " FROM audit_log"
       " WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR sandbox_id = $2)"
       "   AND occurred_at_ns >= $3 AND ($4 = 0 OR occurred_at_ns < $4)"
@@ -281,6 +281,7 @@ result<audit_page> read_store::audit(const audit_query& q) {
       e.outcome = r[8].as<std::string>();
       e.detail = r[9].as<std::string>();
       e.hash = from_hex(r[10].as<std::string>()).value_or(std::string());
+      e.redacted = r[11].as<bool>();
       page.rows.push_back(std::move(e));
     }
     return page;

@@ -79,7 +79,8 @@ struct audit_entry {
   std::string action;
   std::string outcome;
   std::string detail;
-  std::string hash; // 32 bytes
+  std::string hash;      // 32 bytes
+  bool redacted = false; // the detail was removed by a redaction
 };
 
 struct audit_page {

@@ -17,6 +17,7 @@ json audit_row_json(const api::audit_entry& e) {
   j["action"] = e.action;
   j["outcome"] = e.outcome;
   j["detail"] = e.detail;
+  j["redacted"] = e.redacted;
   j["hash"] = hex(e.hash);
   return j;
 }
@@ -26,7 +27,8 @@ std::string audit_table(const std::vector<api::audit_entry>& rows) {
   for (const auto& e : rows)
     cells.push_back({format_time_millis(time_point{std::chrono::nanoseconds{e.occurred_at_ns}}),
                      e.sandbox_id, e.principal, e.action, e.outcome,
-                     std::to_string(e.partition) + "/" + std::to_string(e.position), e.detail});
+                     std::to_string(e.partition) + "/" + std::to_string(e.position),
+                     e.redacted ? std::string("(redacted)") : e.detail});
   return render_table({"TIME", "SANDBOX", "PRINCIPAL", "ACTION", "OUTCOME", "CHAIN", "DETAIL"},
                       cells);
 }

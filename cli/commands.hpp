@@ -7,7 +7,7 @@ namespace sandboxd::cli {
 
 class command_table;
 
-// create, get, list, set-timeout, pause, resume, delete
+// create, get, list, set-timeout, pause, resume, delete, redact
 void add_sandbox_commands(command_table& t);
 // exec, ps, kill, wait
 void add_exec_commands(command_table& t);

@@ -310,6 +310,31 @@ void add_delete(command_table& t) {
   add_id(c, *id);
 }
 
+void add_redact(command_table& t) {
+  struct args {
+    std::string id, reason;
+  };
+  auto a = std::make_shared<args>();
+  auto* c = t.add(
+    t.app(), "redact",
+    "Remove a deleted sandbox's labels, environment names, command lines and file paths from "
+    "the read models (the audit chain still verifies)",
+    "  sandboxctl redact sb-0a1b2c3d4e5f --reason \"privacy request 1234\"", [a](context& cx) {
+      return with_client(cx, [&](api::client& client) {
+        auto r = client.redact(a->id, a->reason);
+        if (!r)
+          return cx.fail(r.err());
+        if (cx.as_json())
+          cx.print(json{{"id", a->id}, {"redacted", true}});
+        else
+          cx.out(a->id + " redacted\n");
+        return k_exit_ok;
+      });
+    });
+  add_id(c, a->id);
+  c->add_option("--reason", a->reason, "why, kept in the audit log (a ticket or request id)");
+}
+
 } // namespace
 
 void add_sandbox_commands(command_table& t) {
@@ -320,6 +345,7 @@ void add_sandbox_commands(command_table& t) {
   add_pause(t);
   add_resume(t);
   add_delete(t);
+  add_redact(t);
 }
 
 } // namespace sandboxd::cli

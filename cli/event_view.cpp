@@ -169,6 +169,7 @@ struct payload_fields {
   json operator()(const events::exec_kill_requested& p) const {
     return json{{"exec_id", p.exec_id}, {"signal", p.signal}};
   }
+  json operator()(const events::redacted& p) const { return json{{"reason", p.reason}}; }
 };
 
 std::string scalar_text(const json& v) {

@@ -223,6 +223,9 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     out = exec_kill_requested{str(c.getExecId()), c.getSignal()};
     return;
   }
+  case W::REDACTED:
+    out = redacted{str(r.getRedacted().getReason())};
+    return;
   case W::STORAGE_SAMPLED:
     out = storage_sampled{r.getStorageSampled().getWritableLayerBytes()};
     return;

@@ -196,6 +196,7 @@ struct payload_writer {
     c.setExecId(text(p.exec_id));
     c.setSignal(p.signal);
   }
+  void operator()(const redacted& p) const { b.initRedacted().setReason(text(p.reason)); }
   void operator()(const storage_sampled& p) const {
     b.initStorageSampled().setWritableLayerBytes(p.writable_layer_bytes);
   }

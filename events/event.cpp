@@ -57,13 +57,13 @@ std::string to_string(runtime_step v) {
 }
 
 std::string to_string(command_kind v) {
-  static constexpr std::array<std::string_view, 26> names{
+  static constexpr std::array<std::string_view, 27> names{
     "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox",  "exec",
     "read_file",       "write_file",      "set_timeout",     "snapshot",        "runtime_started",
     "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed",  "exec_finished",
     "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer", "make_dir",
     "remove_path",     "rename_path",     "list_dir",        "stat_path",       "kill_exec",
-    "timeout_timer"};
+    "timeout_timer",   "redact_sandbox"};
   return name_of(v, names, "command_kind");
 }
 
@@ -107,7 +107,8 @@ constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_n
   "command_rejected",
   "file_op_requested",
   "file_op_finished",
-  "exec_kill_requested"};
+  "exec_kill_requested",
+  "redacted"};
 
 } // namespace
 

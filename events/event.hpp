@@ -82,6 +82,7 @@ enum class command_kind : std::uint16_t {
   stat_path = 23,
   kill_exec = 24,
   timeout_timer = 25,
+  redact_sandbox = 26,
 };
 // How an operation that reached the runtime ended.
 enum class op_outcome : std::uint16_t {
@@ -279,6 +280,12 @@ struct exec_kill_requested {
   bool operator==(const exec_kill_requested&) const = default;
 };
 
+// A deleted sandbox's private details were removed from the read models (the log keeps them).
+struct redacted {
+  std::string reason; // as the operator gave it
+  bool operator==(const redacted&) const = default;
+};
+
 struct storage_sampled {
   std::uint64_t writable_layer_bytes = 0;
   bool operator==(const storage_sampled&) const = default;
@@ -304,7 +311,7 @@ struct command_rejected {
 
 // A payload written by a newer version: `ordinal` is its union discriminant (the position in
 // the schema's payload union: 0 is created, 16 command_rejected, 19 exec_kill_requested, 20
-// the first newer one).
+// redacted, 21 the first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;
@@ -314,7 +321,7 @@ using payload =
   std::variant<unknown, created, started, pause_requested, paused, resume_requested, resumed,
                delete_requested, deleted, failed, exec_started, exec_finished, file_written,
                file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected,
-               file_op_requested, file_op_finished, exec_kill_requested>;
+               file_op_requested, file_op_finished, exec_kill_requested, redacted>;
 
 // The payload's name in snake_case, as docs/state-machine.md and the golden files use it:
 // "created", "pause_requested", ..., "unknown".

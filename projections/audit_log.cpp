@@ -66,6 +66,8 @@ std::string detail_of(const events::payload& p) {
         return v.snapshot_id + ", " + std::to_string(v.writable_layer_bytes) + " bytes";
       else if constexpr (std::is_same_v<T, command_rejected>)
         return v.message;
+      else if constexpr (std::is_same_v<T, redacted>)
+        return v.reason;
       else if constexpr (std::is_same_v<T, unknown>)
         return "payload ordinal " + std::to_string(v.ordinal);
       else
@@ -136,7 +138,8 @@ std::vector<audit_finding> verify_audit_log(pqxx::transaction_base& tx) {
   std::map<chain_key, std::vector<audit_row>> chains;
   for (const auto& f : tx.exec("SELECT tenant, partition, position, event_id, occurred_at_ns,"
                                " principal, action, sandbox_id, outcome, detail,"
-                               " encode(prev_hash, 'hex'), encode(hash, 'hex') FROM audit_log"
+                               " encode(prev_hash, 'hex'), encode(hash, 'hex'), hash_version,"
+                               " redacted, encode(detail_sha256, 'hex') FROM audit_log"
                                " ORDER BY tenant, partition, position")) {
     audit_row r;
     r.tenant = f[0].as<std::string>();
@@ -151,6 +154,9 @@ std::vector<audit_finding> verify_audit_log(pqxx::transaction_base& tx) {
     r.detail = f[9].as<std::string>();
     r.prev_hash = f[10].as<std::string>();
     r.hash = f[11].as<std::string>();
+    r.hash_version = f[12].as<int>();
+    r.redacted = f[13].as<bool>();
+    r.detail_sha256 = f[14].is_null() ? std::string() : f[14].as<std::string>();
     chains[{r.tenant, r.partition}].push_back(std::move(r));
   }
   for (const auto& [key, head] : heads)

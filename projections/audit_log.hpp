@@ -9,6 +9,10 @@
 // the log holds an event, so the audit log has its row. verify_audit_log() recomputes every
 // chain (audit_chain.hpp) from the stored rows and reports each problem (audit_verifier.hpp)
 // by tenant, partition, position and event id.
+//
+// Redaction (docs/audit-log.md): a `redacted` event empties the detail of every row of its
+// sandbox whose action may name the tenant's own data (has_private_detail: command lines,
+// paths, operation messages), keeping each detail's SHA-256 so that the chain verifies.
 #pragma once
 
 #include "events/event.hpp"

@@ -1,5 +1,6 @@
 #include "projections/audit_read_model.hpp"
 
+#include "base/sha256.hpp"
 #include "projections/audit_log.hpp"
 #include "projections/pg_array.hpp"
 #include "projections/pg_copy.hpp"
@@ -11,6 +12,7 @@ namespace sandboxd::projections {
 void audit_read_model::forget() {
   heads_.clear();
   rows_.clear();
+  redactions_.clear();
 }
 
 void audit_read_model::recall(pqxx::transaction_base& tx, const fresh_batch& batch) {
@@ -35,7 +37,10 @@ void audit_read_model::recall(pqxx::transaction_base& tx, const fresh_batch& bat
 
 void audit_read_model::compute(const fresh_batch& batch) {
   rows_.clear();
+  redactions_.clear();
   for (const auto* pe : batch.all) {
+    if (std::holds_alternative<events::redacted>(pe->event.body))
+      redactions_.push_back({pe->event.tenant, pe->partition, pe->event.sandbox_id});
     auto row = audit_row_of(pe->event, pe->partition);
     chain_key key{row.tenant, row.partition};
     auto& h = heads_.at(key);
@@ -57,6 +62,30 @@ void audit_read_model::compute(const fresh_batch& batch) {
     copy_hex_bytea(c, row.hash);
     copy_end_row(c);
   }
+}
+
+// Each row's detail gives way to its SHA-256, which the chain hashes (audit_chain.hpp), so the
+// chain verifies as before. Version 1 rows hashed the text: they are emptied as well (privacy
+// first) and verification reports them (docs/audit-log.md).
+void audit_read_model::redact(pqxx::transaction_base& tx, const redaction& r) {
+  pg_array actions;
+  for (const auto& a : private_detail_actions())
+    actions.add(a);
+  pg_array positions, digests;
+  for (const auto& f : tx.exec_params("SELECT position, detail FROM audit_log"
+                                      " WHERE tenant = $1 AND partition = $2 AND sandbox_id = $3"
+                                      "  AND NOT redacted AND action = ANY($4::text[])",
+                                      r.tenant, r.partition, r.sandbox_id, actions.str())) {
+    positions.add(f[0].as<std::int64_t>());
+    digests.add(sha256_hex(f[1].as<std::string>()));
+  }
+  if (positions.size() == 0)
+    return;
+  tx.exec_params("UPDATE audit_log a SET detail = '', redacted = true,"
+                 " detail_sha256 = decode(u.digest, 'hex')"
+                 " FROM unnest($3::bigint[], $4::text[]) AS u(position, digest)"
+                 " WHERE a.tenant = $1 AND a.partition = $2 AND a.position = u.position",
+                 r.tenant, r.partition, positions.str(), digests.str());
 }
 
 void audit_read_model::write(pqxx::transaction_base& tx) {
@@ -85,6 +114,9 @@ void audit_read_model::write(pqxx::transaction_base& tx) {
     "  hash = EXCLUDED.hash",
     h_tenant.str(), h_partition.str(), h_position.str(), h_hash.str());
   rows_.clear();
+  for (const auto& r : redactions_)
+    redact(tx, r);
+  redactions_.clear();
 }
 
 } // namespace sandboxd::projections

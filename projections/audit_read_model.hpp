@@ -7,7 +7,9 @@
 // chain after chain (so that inserts reach the primary key (tenant, partition, position) in
 // its order, each next to the one before, on a page still in cache), and the heads moved in
 // the same transaction. It remembers each chain's head as the batch leaves it; a chain it has
-// no head for is read from audit_chain_heads (none: no row yet).
+// no head for is read from audit_chain_heads (none: no row yet). A `redacted` event empties
+// the private details of its sandbox's rows (audit_log.hpp) after the batch's rows are in, so
+// that rows of the same batch are redacted too.
 #pragma once
 
 #include "projections/read_model.hpp"
@@ -16,6 +18,7 @@
 #include <map>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace sandboxd::projections {
 
@@ -35,6 +38,14 @@ private:
   };
   std::map<chain_key, chain_head> heads_;
   std::map<chain_key, std::string> rows_; // COPY text rows per chain the batch extends
+  struct redaction {
+    std::string tenant;
+    std::int32_t partition = 0;
+    std::string sandbox_id;
+  };
+  std::vector<redaction> redactions_; // the batch's, in event order
+
+  void redact(pqxx::transaction_base& tx, const redaction& r);
 };
 
 } // namespace sandboxd::projections

@@ -19,6 +19,8 @@ std::string_view to_string(audit_problem p) {
     return "truncated_tail";
   case audit_problem::beyond_head:
     return "beyond_head";
+  case audit_problem::bad_redaction:
+    return "bad_redaction";
   }
   return "unknown";
 }
@@ -168,6 +170,33 @@ void follow_links(const std::vector<audit_row>& rows, chain_report& report,
   }
 }
 
+// Every redacted row must be explained by an accepted `redacted` row of its sandbox after it.
+void check_redactions(const std::vector<audit_row>& rows, chain_report& report) {
+  std::unordered_map<std::string_view, std::int64_t> redacted_at; // sandbox -> last redaction
+  for (const auto& r : rows)
+    if (r.action == "redacted" && r.outcome == "accepted")
+      redacted_at[r.sandbox_id] = std::max(redacted_at[r.sandbox_id], r.position);
+  for (const auto& r : rows) {
+    if (!r.redacted)
+      continue;
+    std::string why;
+    auto it = redacted_at.find(r.sandbox_id);
+    if (it == redacted_at.end() || it->second < r.position)
+      why = "is marked redacted but sandbox " + r.sandbox_id +
+            " has no redaction after it: its detail was removed outside a redaction";
+    else if (!has_private_detail(r.action))
+      why = "is marked redacted but its action (" + r.action + ") has no private detail";
+    else if (!r.detail.empty())
+      why = "is marked redacted but still has a detail";
+    else if (r.hash_version == 1)
+      why = "was redacted but was written before detail digests (hash version 1), so its hash"
+            " cannot be checked; run `sandboxctl projections rebuild audit` to rewrite the"
+            " audit log from the event log";
+    if (!why.empty())
+      report.about(r, audit_problem::bad_redaction, why);
+  }
+}
+
 } // namespace
 
 std::vector<audit_finding> verify_chain(const std::string& tenant, std::int32_t partition,
@@ -177,6 +206,7 @@ std::vector<audit_finding> verify_chain(const std::string& tenant, std::int32_t 
   std::vector<bool> reported(rows.size(), false);
   if (!plainly_intact(rows))
     follow_links(rows, report, reported);
+  check_redactions(rows, report);
   if (rows.empty()) {
     if (head)
       report.add(1, "", audit_problem::truncated_tail,

@@ -16,6 +16,10 @@
 //   truncated_tail  the chain ends before the position of its head: rows deleted from its end.
 //   beyond_head     rows after the head's position, or rows and no head: rows added outside
 //                   the projection, or the head deleted.
+//   bad_redaction   a row marked redacted that no redaction explains: its sandbox has no
+//                   accepted `redacted` row after it, its action holds no private detail
+//                   (audit_log.hpp), or its detail is not empty; or a version 1 row
+//                   redacted, whose hash needs the text it no longer has.
 //
 // An intact chain has no finding and any change to the rows or the head gives at least one.
 // A chain that fails the plain check (positions 1, 2, 3, … each linked to the one before
@@ -46,6 +50,7 @@ enum class audit_problem {
   missing_row,
   truncated_tail,
   beyond_head,
+  bad_redaction,
 };
 std::string_view to_string(audit_problem p);
 

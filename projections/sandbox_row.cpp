@@ -78,9 +78,13 @@ void fold(sandbox_patch& patch, const events::event& e) {
     patch.writable_layer_bytes.reset();
     return;
   }
+  const bool redacted = std::holds_alternative<events::redacted>(e.body);
+  patch.redacted = patch.redacted || redacted;
   auto c = change_of(e.body);
   if (patch.created) {
     auto& row = *patch.created;
+    if (redacted)
+      row.labels.clear();
     if (c.state)
       row.state = *c.state;
     if (c.pause_mode)
@@ -107,6 +111,8 @@ std::optional<sandbox_row> apply_patch(std::optional<sandbox_row> row, const san
     row->pause_mode = *patch.pause_mode;
   if (patch.writable_layer_bytes)
     row->writable_layer_bytes = *patch.writable_layer_bytes;
+  if (patch.redacted)
+    row->labels.clear();
   row->updated_at_ns = patch.updated_at_ns;
   row->last_seq = patch.last_seq;
   return row;

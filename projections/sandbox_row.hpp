@@ -10,7 +10,8 @@
 // pausing; paused → paused; resume_requested → resuming; delete_requested → deleting;
 // deleted → deleted; failed → failed. The pause mode is set by pause_requested and paused
 // and cleared by resumed. storage_sampled, paused and snapshot_taken set the writable-layer
-// bytes. Every event (rejections and unknown payloads too) sets updated_at and last_seq.
+// bytes. `redacted` empties the labels (docs/audit-log.md, "Redaction"). Every event
+// (rejections and unknown payloads too) sets updated_at and last_seq.
 #pragma once
 
 #include "events/event.hpp"
@@ -43,6 +44,7 @@ struct sandbox_patch {
   std::optional<std::string> state;
   std::optional<std::string> pause_mode;
   std::optional<std::uint64_t> writable_layer_bytes;
+  bool redacted = false; // the labels go
   std::int64_t updated_at_ns = 0;
   std::uint64_t last_seq = 0;
 };

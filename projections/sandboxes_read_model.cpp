@@ -34,6 +34,7 @@ void sandboxes_read_model::compute(const fresh_batch& batch) {
       u.state.add(p.state);
       u.pause_mode.add(p.pause_mode);
       u.bytes.add(p.writable_layer_bytes);
+      u.redacted.add(p.redacted);
       u.updated.add(p.updated_at_ns);
       u.seq.add(p.last_seq);
     }
@@ -61,12 +62,14 @@ void sandboxes_read_model::write(pqxx::transaction_base& tx) {
       "UPDATE sandboxes s SET state = coalesce(u.state, s.state),"
       " pause_mode = coalesce(u.pause, s.pause_mode),"
       " writable_layer_bytes = coalesce(u.bytes, s.writable_layer_bytes),"
+      " labels = CASE WHEN u.redacted THEN '{}'::jsonb ELSE s.labels END,"
       " updated_at = to_timestamp(0) + (u.updated / 1000) * interval '1 microsecond',"
       " last_seq = u.seq"
-      " FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::bigint[], $6::bigint[])"
-      "  AS u(id, state, pause, bytes, updated, seq)"
+      " FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::boolean[],"
+      "  $6::bigint[], $7::bigint[]) AS u(id, state, pause, bytes, redacted, updated, seq)"
       " WHERE s.id = u.id",
-      u.id.str(), u.state.str(), u.pause_mode.str(), u.bytes.str(), u.updated.str(), u.seq.str());
+      u.id.str(), u.state.str(), u.pause_mode.str(), u.bytes.str(), u.redacted.str(),
+      u.updated.str(), u.seq.str());
   rows_ = {};
 }
 

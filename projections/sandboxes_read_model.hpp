@@ -28,7 +28,7 @@ private:
       seq;
   };
   struct row_changes {
-    pg_array id, state, pause_mode, bytes, updated, seq;
+    pg_array id, state, pause_mode, bytes, redacted, updated, seq;
   };
   struct batch_rows {
     new_rows inserts;

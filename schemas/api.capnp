@@ -62,6 +62,14 @@ interface Session {
 
   admin @4 () -> (admin :Admin);
   # PERMISSION_DENIED without the "admin" scope.
+
+  redact @5 (sandboxId :Text, reason :Text) -> ();
+  # Removes a deleted sandbox's private details (labels, environment names, command lines,
+  # file paths, operation messages) from the read models, recorded as a `redacted` event
+  # with `reason` (at most 1024 bytes); the audit chain still verifies (docs/audit-log.md).
+  # Returns once the event is durable (the read models follow by the projection lag).
+  # NOT_FOUND for a sandbox this tenant does not have; CONFLICT until it is deleted; a
+  # repeat succeeds with nothing to do.
 }
 
 struct CreateRequest {
@@ -425,6 +433,7 @@ struct AuditRow {
   outcome @8 :Text;                # "accepted", or the rejecting code ("conflict", ...)
   detail @9 :Text;
   hash @10 :Data;                  # SHA-256, 32 bytes (docs/audit-log.md)
+  redacted @11 :Bool;              # the detail was removed by a redaction (detail is "")
 }
 
 struct AuditProblem {

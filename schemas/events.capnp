@@ -45,6 +45,7 @@ struct Event {
     fileOpRequested @25 :FileOpRequested;
     fileOpFinished @26 :FileOpFinished;
     execKillRequested @27 :ExecKillRequested;
+    redacted @28 :Redacted;
   }
 }
 
@@ -128,6 +129,7 @@ enum CommandKind {
   statPath @23;
   killExec @24;
   timeoutTimer @25;
+  redactSandbox @26;
 }
 
 enum OpOutcome {
@@ -318,4 +320,11 @@ struct FileOpFinished {
 struct ExecKillRequested {
   execId @0 :Text;
   signal @1 :Int32;
+}
+
+struct Redacted {
+  # A deleted sandbox's private details (labels, environment names, file paths, command
+  # lines, operation messages) were removed from the read models (docs/audit-log.md). The
+  # log keeps its events; only the read models forget.
+  reason @0 :Text;               # why, as the operator gave it (a ticket, a request id)
 }

@@ -283,6 +283,7 @@ std::string input_of(const sandbox_state& s, const command_body& c, time_point n
         return due(applies, s.created_at + t.max_lifetime) ? "lifetime_timer"
                                                            : "lifetime_timer_early";
       },
+      [&](const cmd::redact&) -> std::string { return s.redacted ? "redact_repeated" : "redact"; },
       [&](const cmd::retention_timer&) -> std::string {
         bool applies = s.status == sandbox_status::paused && t.paused_retention.count() > 0;
         return due(applies, s.status_since + t.paused_retention) ? "retention_timer"

@@ -24,6 +24,7 @@ struct input_case {
   bool needs_exec = false;  // the state is built with an exec in flight
   bool idle_delete = false; // the sandbox's idle action is delete
   bool run_timeout = false; // the sandbox has a run-time timeout (sandbox_timeouts::timeout)
+  bool redacted = false;    // a deleted sandbox was redacted before
 };
 
 events::file_op_requested intent(std::string op_id, events::file_op_kind kind, std::string path) {
@@ -133,6 +134,13 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
     {"snapshot_invalid",
      [](auto&) {
        return C{cmd::snapshot{"", 8192}};
+     }},
+    {"redact", [](auto&) { return C{cmd::redact{"privacy request 7"}}; }},
+    {"redact_repeated",
+     [](auto&) {
+       C c{cmd::redact{"privacy request 8"}};
+       c.redacted = true;
+       return c;
      }},
     {"runtime_started", [](auto&) { return C{cmd::runtime_started{}}; }},
     {"runtime_paused", [](auto&) { return C{cmd::runtime_paused{4096}}; }},
@@ -250,6 +258,8 @@ BOOST_AUTO_TEST_CASE(every_input_in_every_state_matches_the_table) {
           sim.state.spec.timeouts.on_idle = events::idle_action::delete_sandbox;
         if (in.run_timeout)
           sim.state.spec.timeouts.timeout = 2h;
+        if (in.redacted && sim.state.status == sandbox_status::deleted)
+          must(sim, cmd::redact{"request 1"});
         auto now = in.late ? sim.now + std::chrono::hours(24 * 365 * 10) : sim.now;
         const auto& expected = table().at(row, column);
 

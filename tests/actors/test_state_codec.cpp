@@ -64,8 +64,8 @@ BOOST_AUTO_TEST_CASE(a_state_written_before_the_file_ops_field_still_decodes) {
   BOOST_REQUIRE_EQUAL(r.state.file_ops_in_flight.size(), 1u);
   std::string bytes;
   ac::encode_state(r, bytes);
-  // The older format ends after the offsets: drop the trailer (count, id, kind).
-  const auto trailer = 8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8;
+  // The older format ends after the offsets: drop the trailer (count, id, kind; redacted).
+  const auto trailer = 8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8 + 8;
   auto back = ac::decode_state(std::string_view(bytes).substr(0, bytes.size() - trailer));
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST(back->state.file_ops_in_flight.empty());
@@ -73,13 +73,30 @@ BOOST_AUTO_TEST_CASE(a_state_written_before_the_file_ops_field_still_decodes) {
   BOOST_TEST((*back == r));
 }
 
+BOOST_AUTO_TEST_CASE(a_redacted_state_survives_and_one_written_before_the_field_is_not) {
+  auto r = busy_sandbox();
+  r.state.redacted = true;
+  std::string bytes;
+  ac::encode_state(r, bytes);
+  auto back = ac::decode_state(bytes);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST(back->state.redacted);
+  BOOST_TEST((*back == r));
+  // The format before the field ends after the file ops.
+  auto older = ac::decode_state(std::string_view(bytes).substr(0, bytes.size() - 8));
+  BOOST_REQUIRE(older.has_value());
+  BOOST_TEST(!older->state.redacted);
+}
+
 BOOST_AUTO_TEST_CASE(truncated_or_damaged_bytes_do_not_decode) {
   auto r = busy_sandbox();
   std::string bytes;
   ac::encode_state(r, bytes);
-  const auto older_format = bytes.size() - (8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8);
-  for (std::size_t cut = 0; cut < bytes.size(); cut += 7)
-    if (cut != older_format) // a complete state of the older format
+  const auto oldest_format =
+    bytes.size() - (8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8 + 8);
+  const auto older_format = bytes.size() - 8; // before `redacted`
+  for (std::size_t cut = 0; cut < bytes.size(); cut += 1)
+    if (cut != oldest_format && cut != older_format) // complete states of older formats
       BOOST_TEST(!ac::decode_state(std::string_view(bytes).substr(0, cut)).has_value());
   bytes[16] = '\x7f'; // the tenant's length
   BOOST_TEST(!ac::decode_state(bytes).has_value());

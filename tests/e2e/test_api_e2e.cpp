@@ -324,6 +324,12 @@ BOOST_AUTO_TEST_CASE(another_tenants_sandbox_is_not_found_to_every_call) {
   auto killed = must(acme.wait_exec(id, exec), "wait for the killed exec");
   BOOST_TEST(killed.signal == 9);
   must(acme.remove(id), "delete");
+  // Deleted, it is still acme's alone: globex's redact is the same NOT_FOUND as a missing
+  // id's; acme's is the one that takes effect.
+  const auto theirs_redact = must_fail(globex.redact(id, "not mine"), errc::not_found, "redact");
+  const auto none_redact = must_fail(globex.redact(missing, "not mine"), errc::not_found, "redact");
+  BOOST_TEST(without(theirs_redact.message, id) == without(none_redact.message, missing));
+  must(acme.redact(id, "acme's own request"), "redact by its tenant");
 }
 
 // A Sandbox capability opened by a tenant answers NOT_FOUND once its sandbox is deleted, and

@@ -394,6 +394,48 @@ BOOST_AUTO_TEST_CASE(bill_and_audit_show_the_session) {
   BOOST_TEST(verify.out.rfind("the audit chain holds: ", 0) == 0u, verify);
 }
 
+// redact: refused until the sandbox is deleted; then its labels, command lines and paths go
+// from the read models (list, audit) while the audit chain and the read models still verify.
+BOOST_AUTO_TEST_CASE(redact_removes_a_deleted_sandboxs_private_details,
+                     *utf::precondition(files_served)) {
+  auto& d = shared();
+  const auto id =
+    create(d, {"--runtime", "crun", "--memory", "128", "--label", "customer=jane-doe"});
+  auto in = ctl(d, {"write", id, "/tmp/jane-doe-taxes.txt"}, {"numbers"});
+  BOOST_REQUIRE_MESSAGE(in.exit_code == 0, in);
+  expect_error(ctl(d, {"redact", id}), 202, "conflict", "delete it first");
+  ctl_ok(d, {"delete", id});
+  BOOST_TEST(ctl_ok(d, {"redact", id, "--reason", "privacy request 7"}) == id + " redacted\n");
+  // A repeat has nothing left to do.
+  BOOST_TEST(json::parse(ctl_ok(d, {"--json", "redact", id}))["redacted"] == true);
+  expect_error(ctl(d, {"redact", "sb-000000000000"}), 201, "not_found", "does not exist");
+
+  json rows;
+  BOOST_TEST(eventually([&] {
+    rows = json::parse(ctl_ok(d, {"--json", "audit", "--sandbox", id}))["rows"];
+    return std::any_of(rows.begin(), rows.end(),
+                       [](const json& r) { return r["action"] == "redacted"; });
+  }));
+  int redacted = 0;
+  for (const auto& r : rows) {
+    BOOST_TEST(r["detail"].get<std::string>().find("jane") == std::string::npos, r.dump());
+    redacted += r["redacted"].get<bool>() ? 1 : 0;
+    if (r["action"] == "redacted")
+      BOOST_TEST(r["detail"] == "privacy request 7");
+  }
+  BOOST_TEST(redacted >= 2, rows.dump()); // the write's intent and outcome
+  BOOST_TEST(ctl_ok(d, {"audit", "--sandbox", id}).find("(redacted)") != std::string::npos);
+  BOOST_TEST(ctl_ok(d, {"list", "-q", "--all", "--label", "customer=jane-doe"}).empty());
+  auto listed = json::parse(ctl_ok(d, {"--json", "list", "--all", "--state", "deleted"}));
+  for (const auto& s : listed["sandboxes"])
+    if (s["id"] == id)
+      BOOST_TEST(s["labels"].empty(), s.dump());
+  auto verify = ctl(d, {"audit", "verify"});
+  BOOST_TEST(verify.exit_code == 0, verify);
+  auto models = ctl(d, {"projections", "verify"});
+  BOOST_TEST(models.exit_code == 0, models);
+}
+
 BOOST_AUTO_TEST_CASE(help_of_every_command_has_an_example) {
   auto& d = shared();
   auto top = ctl(d, {"--help"});

@@ -69,6 +69,7 @@ inline std::vector<event> samples() {
     file_op_finished{"op-9", file_op_kind::write, op_outcome::failed,
                      error{errc::resource_exhausted, "disk limit of 512 MiB reached"}, 77, digest},
     exec_kill_requested{"exec-2", 15},
+    redacted{"privacy request PR-7"},
   };
   std::vector<event> out;
   std::uint64_t seq = 1;

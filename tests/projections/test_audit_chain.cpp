@@ -83,8 +83,90 @@ BOOST_AUTO_TEST_CASE(known_vector_pins_the_canonical_encoding) {
   audit_row r;
   r.tenant = "t";
   r.position = 1;
-  // "sandboxd-audit-v1\n" then length:value\n for each field, in the documented order.
+  // "sandboxd-audit-v2\n" then length:value\n for each field, in the documented order, the
+  // detail as its SHA-256 (hex); version 1 (rows stored before) with the detail's text.
+  BOOST_TEST(canonical_row(r) ==
+             "sandboxd-audit-v2\n1:t\n1:0\n1:1\n0:\n1:0\n0:\n0:\n0:\n0:\n"
+             "64:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n");
+  r.hash_version = 1;
   BOOST_TEST(canonical_row(r) == "sandboxd-audit-v1\n1:t\n1:0\n1:1\n0:\n1:0\n0:\n0:\n0:\n0:\n0:\n");
+}
+
+BOOST_AUTO_TEST_CASE(a_redacted_row_hashes_as_it_did_with_its_detail) {
+  auto r = sample(1);
+  r.action = "exec_started";
+  link(r, audit_genesis_hash());
+  auto redacted = r;
+  redacted.detail_sha256 = detail_digest(r);
+  redacted.detail.clear();
+  redacted.redacted = true;
+  BOOST_TEST(chain_hash(r.prev_hash, redacted) == r.hash);
+  BOOST_TEST(verify_chain(r.tenant, r.partition, {redacted}, recorded_head{1, r.hash}).size() ==
+             1u); // no redaction of its sandbox follows: bad_redaction
+  // A wrong digest is an edit.
+  redacted.detail_sha256[0] = redacted.detail_sha256[0] == 'a' ? 'b' : 'a';
+  BOOST_TEST(chain_hash(r.prev_hash, redacted) != r.hash);
+}
+
+BOOST_AUTO_TEST_CASE(redactions_need_a_redaction_of_their_sandbox_after_them) {
+  auto row = [](std::int64_t pos, std::string action, std::string sandbox) {
+    audit_row r;
+    r.tenant = "acme";
+    r.partition = 1;
+    r.position = pos;
+    r.event_id = sandbox + ":" + std::to_string(pos);
+    r.action = std::move(action);
+    r.sandbox_id = std::move(sandbox);
+    r.outcome = "accepted";
+    r.detail = "/workspace/secret-" + std::to_string(pos);
+    return r;
+  };
+  std::vector<audit_row> rows{row(1, "exec_started", "sb-a"), row(2, "file_written", "sb-b"),
+                              row(3, "created", "sb-a"), row(4, "redacted", "sb-a"),
+                              row(5, "file_read", "sb-a")};
+  auto redact = [](audit_row& r) {
+    r.detail_sha256 = detail_digest(r);
+    r.detail.clear();
+    r.redacted = true;
+  };
+  auto chain_of = [](std::vector<audit_row> v) {
+    std::string prev = audit_genesis_hash();
+    for (auto& r : v) {
+      link(r, prev);
+      prev = r.hash;
+    }
+    return v;
+  };
+  auto findings = [&](std::vector<audit_row> v) {
+    auto chained = chain_of(v);
+    // Redact after chaining, as the projection does.
+    for (std::size_t i = 0; i < v.size(); ++i)
+      if (v[i].redacted) {
+        chained[i].detail_sha256 = v[i].detail_sha256;
+        chained[i].detail.clear();
+        chained[i].redacted = true;
+      }
+    std::vector<std::string> out;
+    for (const auto& f : verify_chain("acme", 1, chained,
+                                      recorded_head{chained.back().position, chained.back().hash}))
+      out.push_back(std::string(to_string(f.problem)) + "@" + std::to_string(f.position));
+    return out;
+  };
+  auto honest = rows;
+  redact(honest[0]); // sb-a's exec, before its redaction: explained
+  BOOST_TEST(findings(honest).empty());
+  auto hidden = honest;
+  redact(hidden[1]); // sb-b was never redacted: a detail hidden
+  BOOST_TEST(findings(hidden) == std::vector<std::string>{"bad_redaction@2"},
+             boost::test_tools::per_element());
+  auto later = honest;
+  redact(later[4]); // sb-a's read after its redaction: not explained by it
+  BOOST_TEST(findings(later) == std::vector<std::string>{"bad_redaction@5"},
+             boost::test_tools::per_element());
+  auto lifecycle = honest;
+  redact(lifecycle[2]); // `created` holds no private detail
+  BOOST_TEST(findings(lifecycle) == std::vector<std::string>{"bad_redaction@3"},
+             boost::test_tools::per_element());
 }
 
 BOOST_AUTO_TEST_CASE(changing_any_field_changes_the_hash) {

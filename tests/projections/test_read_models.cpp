@@ -408,6 +408,79 @@ BOOST_FIXTURE_TEST_CASE(rebuild_from_offset_zero_matches_live_and_reports_differ
                                                  "sandboxes/rebuild"}));
 }
 
+// A redaction empties the labels and every private detail of the redacted sandbox's rows,
+// those of its own batch too, and leaves every other sandbox's alone; the chain verifies, a
+// rebuild from offset zero matches, and a redaction faked in SQL is found.
+BOOST_FIXTURE_TEST_CASE(a_redaction_removes_private_details_and_the_chain_still_verifies, fixture) {
+  sandbox_events a("sb-r", "acme", t0_ns);
+  a.created(1024, {{"customer", "jane@example.com"}}).started().exec("cat /home/jane/notes");
+  events::file_op_requested w;
+  w.op_id = "op-1";
+  w.path = "/workspace/jane-tax-2026.pdf";
+  w.bytes = 10;
+  a.add(w);
+  events::file_op_finished done;
+  done.op_id = "op-1";
+  done.bytes = 10;
+  a.add(done, "system");
+  a.rejected(events::command_kind::read_file, events::errc::invalid_argument,
+             "path /workspace/../jane is not absolute");
+  a.after(1h).remove();
+  sandbox_events b("sb-keep", "acme", t0_ns);
+  b.created(1024, {{"customer", "joe"}}).started().exec("cat /home/joe/notes");
+  test::append_all(*log, a.events());
+  test::append_all(*log, b.events());
+  project(); // sb-r's rows are in before its redaction
+  a.add(events::redacted{"privacy request 42"});
+  test::append_all(*log, {a.events().back()});
+  project();
+
+  BOOST_TEST(
+    query("SELECT labels::text FROM sandboxes WHERE id = 'sb-r'")[0][0].as<std::string>() == "{}");
+  BOOST_TEST(query("SELECT labels->>'customer' FROM sandboxes WHERE id = 'sb-keep'")[0][0]
+               .as<std::string>() == "joe");
+  auto rows = query("SELECT action, detail, redacted, octet_length(detail_sha256), hash_version"
+                    " FROM audit_log WHERE sandbox_id = 'sb-r' ORDER BY position");
+  std::string all_details;
+  int redacted = 0;
+  for (const auto& r : rows) {
+    all_details += r[1].as<std::string>() + "\n";
+    BOOST_TEST(r[4].as<int>() == 2);
+    if (r[2].as<bool>()) {
+      ++redacted;
+      BOOST_TEST(r[1].as<std::string>().empty());
+      BOOST_TEST(r[3].as<int>() == 32);
+    }
+  }
+  BOOST_TEST(redacted == 4); // exec_started, file_op_requested, file_op_finished, read_file
+  BOOST_TEST(all_details.find("jane") == std::string::npos, all_details);
+  BOOST_TEST(all_details.find("privacy request 42") != std::string::npos);
+  BOOST_TEST(query("SELECT count(*) FROM audit_log WHERE sandbox_id = 'sb-keep' AND redacted")[0][0]
+               .as<int>() == 0);
+  BOOST_TEST(query("SELECT detail FROM audit_log WHERE sandbox_id = 'sb-keep'"
+                   " AND action = 'exec_started'")[0][0]
+               .as<std::string>()
+               .find("/home/joe/notes") != std::string::npos);
+  {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_TEST(verify_audit_log(tx).empty());
+  }
+  auto report = rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild");
+  BOOST_TEST(report.differences.empty());
+
+  // Hiding another sandbox's detail as if redacted: its digest keeps the hash right, but no
+  // redaction of sb-keep explains it.
+  query("UPDATE audit_log SET detail_sha256 = sha256(convert_to(detail, 'UTF8')), detail = '',"
+        " redacted = true WHERE sandbox_id = 'sb-keep' AND action = 'exec_started'");
+  pqxx::work tx(conn);
+  tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+  auto findings = verify_audit_log(tx);
+  BOOST_TEST_REQUIRE(findings.size() == 1u);
+  BOOST_TEST(to_string(findings[0].problem) == "bad_redaction");
+  BOOST_TEST(findings[0].message.find("sb-keep") != std::string::npos, findings[0].message);
+}
+
 // rebuild_and_compare reads the live offsets and rows in the snapshot it compares in, so a
 // projector committing all the while is never a difference; a row changed in SQL still is.
 BOOST_FIXTURE_TEST_CASE(rebuild_compares_in_one_snapshot_while_a_projector_applies, fixture) {

@@ -183,6 +183,15 @@ class AsyncSandbox(LoopBound):
         r = await c._call(f"get {sandbox_id}", c._live_session.get(sandbox_id))
         return SandboxInfo._from(r.info)
 
+    @staticmethod
+    async def redact(sandbox_id: str, reason: str = "", *, addr: Optional[str] = None,
+                     token: Optional[str] = None, client: Optional[AsyncClient] = None) -> None:
+        """Removes a deleted sandbox's labels, command lines, paths and operation messages
+        from sandboxd's read models (the audit chain still verifies); ConflictError until it
+        is deleted, NotFoundError for one this tenant does not have. A repeat does nothing."""
+        c = await resolve_client(client, addr, token)
+        await c._call(f"redact {sandbox_id}", c._live_session.redact(sandbox_id, reason))
+
     async def get_info(self) -> SandboxInfo:
         """The sandbox as its actor knows it now (state, limits, timeouts, ...)."""
         r = await self._client._call(f"info of {self.sandbox_id}", self._cap.info())
@@ -378,6 +387,15 @@ class Sandbox:
         """A sandbox's info by id, from its actor (NotFoundError when deleted or unknown)."""
         return portal().run(AsyncSandbox.get_info_of(sandbox_id, addr=addr, token=token,
                                                      client=async_of(client)))
+
+    @staticmethod
+    def redact(sandbox_id: str, reason: str = "", *, addr: Optional[str] = None,
+               token: Optional[str] = None, client: Optional[Client] = None) -> None:
+        """Removes a deleted sandbox's labels, command lines, paths and operation messages
+        from sandboxd's read models (the audit chain still verifies); ConflictError until it
+        is deleted, NotFoundError for one this tenant does not have. A repeat does nothing."""
+        portal().run(AsyncSandbox.redact(sandbox_id, reason, addr=addr, token=token,
+                                         client=async_of(client)))
 
     def get_info(self) -> SandboxInfo:
         """The sandbox as its actor knows it now (state, limits, timeouts, metadata, ...)."""

@@ -92,6 +92,26 @@ def test_a_deleted_sandbox_answers_not_found_to_every_call(runtime: str) -> None
         Sandbox.connect(sbx.sandbox_id)
 
 
+def test_redact_waits_for_the_delete_and_then_removes_the_metadata(runtime: str) -> None:
+    sbx = Sandbox.create(runtime=runtime, metadata={"suite": "sdk", "customer": "jane-doe"})
+    with pytest.raises(sandboxd.ConflictError) as e:
+        Sandbox.redact(sbx.sandbox_id, "privacy request 9")
+    assert "delete it first" in e.value.message
+    sbx.delete()
+    Sandbox.redact(sbx.sandbox_id, "privacy request 9")
+    Sandbox.redact(sbx.sandbox_id)  # a repeat does nothing
+    with pytest.raises(sandboxd.NotFoundError):
+        Sandbox.redact("sb-000000000000")
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        rows = [s for page in Sandbox.list(state="deleted", include_deleted=True)
+                for s in page if s.sandbox_id == sbx.sandbox_id]
+        if rows and not rows[0].metadata:
+            return
+        time.sleep(0.2)
+    pytest.fail(f"the read model still shows {sbx.sandbox_id}'s metadata after the redaction")
+
+
 def test_invalid_settings_are_invalid_argument(daemon) -> None:
     with pytest.raises(sandboxd.InvalidArgumentError) as e:
         Sandbox.create(runtime="kata")
