@@ -3,6 +3,7 @@
 #include "actors/sandbox_machine.hpp"
 
 #include "actors/machine_rules.hpp"
+#include "base/utf8.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -74,6 +75,15 @@ std::string check_spec(const events::created& spec) {
   for (const auto& l : spec.labels)
     if (l.key.empty())
       return "a label key is empty; give every label a key";
+  for (const auto& l : spec.labels)
+    if (!is_text(l.key) || !is_text(l.value))
+      return "label \"" + text_of(l.key) + "\" holds a NUL byte or is not UTF-8; use UTF-8 text";
+  if (!is_text(spec.template_name))
+    return "the template name holds a NUL byte or is not UTF-8; name one of the node's templates";
+  for (const auto& v : spec.env)
+    if (!is_text(v.name) || !is_text(v.value))
+      return "env variable \"" + text_of(v.name) +
+             "\" holds a NUL byte or is not UTF-8; OCI runtimes take only UTF-8 text";
   return check_timeouts(spec.timeouts);
 }
 

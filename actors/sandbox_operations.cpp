@@ -4,6 +4,7 @@
 // and files are frozen together). An intent is logged before the driver is called and its
 // outcome after; a read is logged once served.
 #include "actors/machine_rules.hpp"
+#include "base/utf8.hpp"
 
 #include <type_traits>
 
@@ -42,6 +43,16 @@ struct operation_decider {
 
   decision accept(events::payload p) const { return rules::accept(s, c, now, std::move(p)); }
 
+  static bool all_text(const cmd::exec& x) {
+    for (const auto& a : x.argv)
+      if (!is_text(a))
+        return false;
+    for (const auto& v : x.env)
+      if (!is_text(v.name) || !is_text(v.value))
+        return false;
+    return is_text(x.working_directory);
+  }
+
   decision operator()(const cmd::exec& x) const {
     if (s.status != status::running)
       return reject(
@@ -55,8 +66,11 @@ struct operation_decider {
       return reject(invalid(s, "exec timeout is negative; use 0 for none"));
     for (const auto& v : x.env)
       if (v.name.empty() || v.name.find('=') != std::string::npos)
-        return reject(invalid(s, "env variable name \"" + v.name +
+        return reject(invalid(s, "env variable name \"" + text_of(v.name) +
                                    "\" is empty or has '='; give a plain name"));
+    if (!all_text(x))
+      return reject(invalid(s, "an argument, the working directory or an env variable holds a "
+                               "NUL byte or is not UTF-8; OCI runtimes take only UTF-8 text"));
     return accept(events::exec_started{x.exec_id, x.argv, x.working_directory, x.timeout,
                                        loggable(x.env), x.stdin_bytes, x.stdin_sha256,
                                        x.max_output_bytes, x.background});

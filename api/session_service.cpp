@@ -1,6 +1,7 @@
 // session_service — a tenant's Session: create, get, list and open sandboxes, and the
 // Admin capability for tokens with the admin scope.
 #include "api/service_context.hpp"
+#include "base/utf8.hpp"
 
 #include <random>
 
@@ -116,25 +117,28 @@ public:
   }
 
   kj::Promise<void> redact(RedactContext context) override {
-    return plain_call(*ctx_, conn_, "Session.redact",
-                      [this, context]() mutable -> kj::Promise<void> {
-                        auto params = context.getParams();
-                        std::string id = params.getSandboxId().cStr();
-                        std::string reason = params.getReason().cStr();
-                        if (id.empty())
-                          throw_error(errc::invalid_argument, "redact needs a sandbox id");
-                        if (reason.size() > 1024)
-                          throw_error(errc::invalid_argument,
-                                      "the redaction reason is " + std::to_string(reason.size()) +
-                                        " bytes; give at most 1024 (a ticket or request id)");
-                        actors::command c;
-                        c.tenant = who_.tenant;
-                        c.principal = who_.principal;
-                        c.correlation_id = ctx_->correlation_id(*conn_);
-                        c.body = actors::cmd::redact{std::move(reason)};
-                        return ctx_->submit(id, std::move(c), actors::reply_when::durable)
-                          .then([](actors::command_reply r) { check(r); });
-                      });
+    return plain_call(
+      *ctx_, conn_, "Session.redact", [this, context]() mutable -> kj::Promise<void> {
+        auto params = context.getParams();
+        std::string id = params.getSandboxId().cStr();
+        std::string reason = params.getReason().cStr();
+        if (id.empty())
+          throw_error(errc::invalid_argument, "redact needs a sandbox id");
+        if (!is_text(reason))
+          throw_error(errc::invalid_argument,
+                      "the redaction reason holds a NUL byte or is not UTF-8; give UTF-8 text");
+        if (reason.size() > 1024)
+          throw_error(errc::invalid_argument,
+                      "the redaction reason is " + std::to_string(reason.size()) +
+                        " bytes; give at most 1024 (a ticket or request id)");
+        actors::command c;
+        c.tenant = who_.tenant;
+        c.principal = who_.principal;
+        c.correlation_id = ctx_->correlation_id(*conn_);
+        c.body = actors::cmd::redact{std::move(reason)};
+        return ctx_->submit(id, std::move(c), actors::reply_when::durable)
+          .then([](actors::command_reply r) { check(r); });
+      });
   }
 
   kj::Promise<void> list(ListContext context) override {

@@ -240,6 +240,15 @@ void node::start() {
         for (std::size_t p = k; p < partitions; p += count)
           po.partitions.push_back(static_cast<std::int32_t>(p));
       po.on_commit = config_.on_projection_commit;
+      // A failing step is retried; say so at once and then at most every 2^k-th time in a
+      // row, so a stuck projection is seen in the log without flooding it.
+      po.on_failure = [k](const std::string& why, std::uint64_t in_a_row) {
+        if ((in_a_row & (in_a_row - 1)) == 0)
+          spdlog::warn("projector {}: step failed ({} in a row; retried): {}", k, in_a_row, why);
+      };
+      po.on_recovery = [k](std::uint64_t failed_before) {
+        spdlog::info("projector {}: applying again after {} failed steps", k, failed_before);
+      };
       projectors_.push_back(std::make_unique<projections::projector>(*log_, conninfo_, po));
     }
     for (auto& p : projectors_)

@@ -1,5 +1,6 @@
 #include "projections/audit_log.hpp"
 
+#include "base/utf8.hpp"
 #include "projections/sandbox_row.hpp"
 
 #include <pqxx/pqxx>
@@ -124,7 +125,13 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition) {
     r.action = std::string(events::type_name(e.body));
     r.outcome = "accepted";
   }
-  r.detail = detail_of(e.body);
+  // Tenants choose much of a detail (command lines, paths, labels, messages); PostgreSQL
+  // takes only UTF-8 text, and a row it refused would stop the projection.
+  r.detail = text_of(detail_of(e.body));
+  r.tenant = text_of(r.tenant);
+  r.event_id = text_of(r.event_id);
+  r.principal = text_of(r.principal);
+  r.sandbox_id = text_of(r.sandbox_id);
   return r;
 }
 

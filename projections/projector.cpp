@@ -186,9 +186,14 @@ void projector::run() {
     while (!stopping_ && std::chrono::steady_clock::now() < until)
       std::this_thread::sleep_for(std::min(d, std::chrono::milliseconds(10)));
   };
+  std::uint64_t in_a_row = 0; // failed steps since the last good one
   while (!stopping_) {
     try {
-      if (step() > 0) {
+      const auto applied = step();
+      if (in_a_row > 0 && options_.on_recovery)
+        options_.on_recovery(in_a_row);
+      in_a_row = 0;
+      if (applied > 0) {
         backoff = options_.min_backoff;
         continue;
       }
@@ -208,6 +213,8 @@ void projector::run() {
         ++status_.failures;
         status_.last_error = e.what();
       }
+      if (options_.on_failure)
+        options_.on_failure(e.what(), ++in_a_row);
       conn_.reset(); // reconnect next time; PostgreSQL's offsets are the truth
       sleep_for(backoff);
       backoff = std::min(backoff * 2, options_.max_backoff);

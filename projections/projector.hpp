@@ -58,6 +58,10 @@ struct projector_options {
   std::map<std::int32_t, std::int64_t> until;
   // Called after each commit with the committed next offsets of the partitions it moved.
   std::function<void(const std::map<std::int32_t, std::int64_t>&)> on_commit;
+  // Called on the projector's thread when a step fails, with why and how many failed in a
+  // row (it is retried after a backoff); on_recovery once a step succeeds after failures.
+  std::function<void(const std::string& why, std::uint64_t in_a_row)> on_failure;
+  std::function<void(std::uint64_t failed_before)> on_recovery;
 };
 
 struct partition_lag {

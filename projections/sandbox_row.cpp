@@ -1,5 +1,7 @@
 #include "projections/sandbox_row.hpp"
 
+#include "base/utf8.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace sandboxd::projections {
@@ -66,9 +68,13 @@ void fold(sandbox_patch& patch, const events::event& e) {
     row.id = e.sandbox_id;
     row.tenant = e.tenant;
     row.state = "creating";
-    row.template_name = c->template_name;
+    row.template_name = text_of(c->template_name); // what PostgreSQL takes (base/utf8.hpp)
     row.limits = c->limits;
     row.labels = c->labels;
+    for (auto& l : row.labels) {
+      l.key = text_of(l.key);
+      l.value = text_of(l.value);
+    }
     row.created_at_ns = to_ns(e.occurred_at);
     row.updated_at_ns = row.created_at_ns;
     row.last_seq = e.sequence;

@@ -1,5 +1,7 @@
 #include "runtime/names.hpp"
 
+#include "base/utf8.hpp"
+
 #include <stdexcept>
 #include <string>
 
@@ -33,21 +35,6 @@ bool is_env_name(std::string_view n) {
   for (char c : n)
     if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'))
       return false;
-  return true;
-}
-
-// Well-formed sequences of 1 to 4 bytes (overlong forms are not looked for).
-bool is_utf8(std::string_view s) {
-  for (size_t i = 0; i < s.size();) {
-    auto c = static_cast<unsigned char>(s[i]);
-    size_t n = c < 0x80 ? 0 : (c >> 5) == 0x6 ? 1 : (c >> 4) == 0xe ? 2 : (c >> 3) == 0x1e ? 3 : 4;
-    if (n == 4 || i + n >= s.size())
-      return false;
-    for (size_t k = 1; k <= n; ++k)
-      if ((static_cast<unsigned char>(s[i + k]) >> 6) != 0x2)
-        return false;
-    i += n + 1;
-  }
   return true;
 }
 
@@ -87,7 +74,7 @@ outcome<void> check_env(const std::vector<std::pair<std::string, std::string>>& 
       return make_error(errc::invalid_argument,
                         "environment name '" + shown(k) +
                           "' is invalid; use 1-256 of [A-Za-z0-9_], not starting with a digit");
-    if (v.find('\0') != std::string::npos || !is_utf8(v))
+    if (!is_text(v))
       return make_error(errc::invalid_argument, "the value of environment variable " + k +
                                                   " holds a NUL byte or is not UTF-8; fix it");
   }

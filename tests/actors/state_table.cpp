@@ -1,6 +1,8 @@
 // state_table.cpp — parsing docs/state-machine.md and classifying states and commands.
 #include "tests/actors/state_table.hpp"
 
+#include "base/utf8.hpp"
+
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -95,9 +97,12 @@ bool spec_ok(const events::created& spec) {
   if (spec.template_name.empty() || spec.limits.memory_mib == 0 || spec.limits.cpu_millicores == 0)
     return false;
   for (const auto& l : spec.labels)
-    if (l.key.empty())
+    if (l.key.empty() || !is_text(l.key) || !is_text(l.value))
       return false;
-  return timeouts_ok(spec.timeouts);
+  for (const auto& v : spec.env)
+    if (!is_text(v.name) || !is_text(v.value))
+      return false;
+  return is_text(spec.template_name) && timeouts_ok(spec.timeouts);
 }
 
 bool exists(const sandbox_state& s) {
@@ -232,7 +237,12 @@ std::string input_of(const sandbox_state& s, const command_body& c, time_point n
       [&](const cmd::remove&) -> std::string { return "delete"; },
       [&](const cmd::exec& x) -> std::string {
         bool ok = !x.exec_id.empty() && !has_exec(s, x.exec_id) && !x.argv.empty() &&
-                  !x.argv[0].empty() && x.timeout.count() >= 0;
+                  !x.argv[0].empty() && x.timeout.count() >= 0 && is_text(x.working_directory);
+        for (const auto& a : x.argv)
+          ok = ok && is_text(a);
+        for (const auto& v : x.env)
+          ok = ok && !v.name.empty() && v.name.find('=') == std::string::npos && is_text(v.name) &&
+               is_text(v.value);
         return ok ? "exec" : "exec_invalid";
       },
       [&](const cmd::read_file& x) -> std::string { return read_input(x); },

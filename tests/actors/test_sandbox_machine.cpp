@@ -309,6 +309,36 @@ BOOST_AUTO_TEST_CASE(exec_on_paused_sandbox_is_conflict_and_says_to_resume) {
   BOOST_TEST(d.failure().message.find("resume it before exec") != std::string::npos);
 }
 
+// Bytes that are not UTF-8 text never reach the log from a create or an exec: the read models
+// (PostgreSQL) and OCI runtimes take only text. Refused before any event, naming the field.
+BOOST_AUTO_TEST_CASE(labels_template_env_and_argv_must_be_text) {
+  using namespace std::string_literals;
+  auto refused = [](command_body body, const std::string& state, const std::string& words) {
+    auto sim = build(state, false);
+    const auto before = sim.state.sequence;
+    auto d = sim.apply(std::move(body));
+    BOOST_TEST_REQUIRE(!d.ok());
+    BOOST_TEST((d.failure().code == events::errc::invalid_argument));
+    BOOST_TEST(d.failure().message.find(words) != std::string::npos, d.failure().message);
+    BOOST_TEST(sim.state.sequence == before);
+  };
+  auto spec = canonical_spec("req-9");
+  spec.labels = {{"customer", "\xFF\xFE"}};
+  refused(cmd::create{spec}, "absent", "label \"customer\" holds a NUL byte or is not UTF-8");
+  spec = canonical_spec("req-9");
+  spec.labels = {{"a\0b"s, "v"}};
+  refused(cmd::create{spec}, "absent", "is not UTF-8");
+  spec = canonical_spec("req-9");
+  spec.template_name = "base\xC0\xAF";
+  refused(cmd::create{spec}, "absent", "template name");
+  spec = canonical_spec("req-9");
+  spec.env = {{"PATH", "/bin\xFF"}};
+  refused(cmd::create{spec}, "absent", "env variable \"PATH\"");
+  refused(cmd::exec{"e", {"echo", "\xFF"}, "/", 0s}, "running", "not UTF-8");
+  refused(cmd::exec{"e", {"echo", "a\0b"s}, "/", 0s}, "running", "NUL");
+  refused(cmd::exec{"e", {"ls"}, "/tmp/\xFF", 0s}, "running", "working directory");
+}
+
 BOOST_AUTO_TEST_CASE(file_write_on_memory_paused_sandbox_is_conflict_but_read_is_served) {
   auto sim = build("paused_mem", false);
   auto w = sim.apply(cmd::write_file{intent("op-1", events::file_op_kind::write, "/a"), {}});

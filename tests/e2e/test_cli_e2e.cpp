@@ -14,6 +14,7 @@
 
 #include <pqxx/pqxx>
 
+#include <ranges>
 #include <regex>
 #include <thread>
 
@@ -434,6 +435,26 @@ BOOST_AUTO_TEST_CASE(redact_removes_a_deleted_sandboxs_private_details,
   BOOST_TEST(verify.exit_code == 0, verify);
   auto models = ctl(d, {"projections", "verify"});
   BOOST_TEST(models.exit_code == 0, models);
+}
+
+// Bytes that are not text (a label, an argument) are refused before they reach the log, and
+// the read models keep up: the projection never meets a row PostgreSQL would refuse.
+BOOST_AUTO_TEST_CASE(
+  labels_and_arguments_that_are_not_text_are_refused_and_never_stall_the_read_models,
+  *utf::precondition(exec_served)) {
+  auto& d = shared();
+  expect_error(ctl(d, {"create", "--runtime", "crun", "--label", "k=\xff\xfe"}), 204,
+               "invalid_argument", "is not UTF-8");
+  const auto id = create(d, {"--runtime", "crun", "--memory", "128", "--label", "bytes=case"});
+  expect_error(ctl(d, {"exec", id, "--", "echo", "\xff"}), 204, "invalid_argument", "is not UTF-8");
+  for (const auto& line : ctl_ok(d, {"--json", "events", id}) | std::views::split('\n')) {
+    const std::string l(line.begin(), line.end());
+    BOOST_TEST(l.find("exec_started") == std::string::npos, l);
+  }
+  BOOST_TEST(eventually([&] {
+    return ctl_ok(d, {"list", "-q", "--label", "bytes=case"}) == id + "\n";
+  }));
+  ctl_ok(d, {"delete", id});
 }
 
 BOOST_AUTO_TEST_CASE(help_of_every_command_has_an_example) {

@@ -481,6 +481,41 @@ BOOST_FIXTURE_TEST_CASE(a_redaction_removes_private_details_and_the_chain_still_
   BOOST_TEST(findings[0].message.find("sb-keep") != std::string::npos, findings[0].message);
 }
 
+// The log may hold bytes PostgreSQL refuses (written before the API refused them, or by any
+// writer of the topic): labels, command lines and paths with malformed UTF-8 or NUL. They are
+// stored as text (each bad byte U+FFFD) and the projection goes on; verify and rebuild agree.
+BOOST_FIXTURE_TEST_CASE(bytes_that_are_not_text_never_stop_the_projection, fixture) {
+  using namespace std::string_literals;
+  sandbox_events a("sb-bytes", "acme", t0_ns);
+  a.created(1024, {{"k\xFF"s, "v\0w"s}}, "tmpl\xC0\xAF").started().exec("echo \xFF\xFE");
+  events::file_op_requested w;
+  w.op_id = "op-1";
+  w.path = "/workspace/\xFF\0.bin"s;
+  a.add(w);
+  sandbox_events b("sb-after", "acme", t0_ns);
+  b.created(512).started();
+  test::append_all(*log, a.events());
+  test::append_all(*log, b.events());
+  project();
+  BOOST_TEST(query("SELECT count(*) FROM sandboxes")[0][0].as<int>() == 2); // went past them
+  const std::string fffd = "\xEF\xBF\xBD";
+  auto row = query("SELECT template, labels::text FROM sandboxes WHERE id = 'sb-bytes'");
+  BOOST_TEST(row[0][0].as<std::string>() == "tmpl" + fffd + fffd);
+  BOOST_TEST(row[0][1].as<std::string>() == "{\"k" + fffd + "\": \"v" + fffd + "w\"}");
+  auto details = query("SELECT detail FROM audit_log WHERE sandbox_id = 'sb-bytes'"
+                       " AND action IN ('exec_started', 'file_op_requested') ORDER BY position");
+  BOOST_REQUIRE(details.size() == 2u);
+  BOOST_TEST(details[0][0].as<std::string>().find("echo " + fffd + fffd) != std::string::npos);
+  BOOST_TEST(details[1][0].as<std::string>().find("/workspace/" + fffd + fffd + ".bin") !=
+             std::string::npos);
+  {
+    pqxx::work tx(conn);
+    tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
+    BOOST_TEST(verify_audit_log(tx).empty());
+  }
+  BOOST_TEST(rebuild_and_compare(*log, conninfo, schema, schema + "_rebuild").differences.empty());
+}
+
 // rebuild_and_compare reads the live offsets and rows in the snapshot it compares in, so a
 // projector committing all the while is never a difference; a row changed in SQL still is.
 BOOST_FIXTURE_TEST_CASE(rebuild_compares_in_one_snapshot_while_a_projector_applies, fixture) {
