@@ -10,6 +10,7 @@
 #include "node/runtime_set.hpp"
 #include "tests/node/node_fixture.hpp"
 #include "tests/projections/postgres_installed.hpp"
+#include "tests/support/process.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -37,18 +38,7 @@ class daemon_process {
 public:
   daemon_process(std::vector<std::string> args, std::string out) : out_(std::move(out)) {
     args.insert(args.begin(), SANDBOXD_BIN);
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(out_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    pid_ = spawn_logged(args, out_);
   }
   ~daemon_process() {
     if (pid_ > 0 && !exited_) {

@@ -11,6 +11,7 @@
 
 #include "node/runtime_set.hpp"
 #include "tests/node/node_fixture.hpp"
+#include "tests/support/process.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -95,19 +96,7 @@ private:
     status_ = 0;
     std::vector<std::string> args{SANDBOXD_BIN, "--data-dir", dir_.data()};
     args.insert(args.end(), flags_.begin(), flags_.end());
-    pid_ = ::fork();
-    if (pid_ == 0) {
-      const int fd = ::open(log_path().c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-      ::dup2(fd, 1);
-      ::dup2(fd, 2);
-      ::chdir(dir_.path().c_str());
-      std::vector<char*> argv;
-      for (auto& a : args)
-        argv.push_back(a.data());
-      argv.push_back(nullptr);
-      ::execv(argv[0], argv.data());
-      ::_exit(127);
-    }
+    pid_ = spawn_logged(args, log_path(), false, dir_.path());
     const bool ready = eventually(
       [&] {
         return ended() || (std::filesystem::exists(socket_path()) &&

@@ -10,6 +10,7 @@
 #include "projections/billing_report.hpp"
 #include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
+#include "tests/support/process.hpp"
 
 #include <prometheus/metric_family.h>
 
@@ -623,19 +624,7 @@ pid_t spawn_worker(const std::string& dir, const nd::node_config& cfg) {
     args.push_back(cfg.kafka.brokers);
     args.push_back(cfg.kafka.topic);
   }
-  const pid_t pid = ::fork();
-  if (pid == 0) {
-    const int fd = ::open((dir + "/worker.out").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    ::dup2(fd, 1);
-    ::dup2(fd, 2);
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  return pid;
+  return sandboxd::test::spawn_logged(args, dir + "/worker.out", true);
 }
 
 } // namespace

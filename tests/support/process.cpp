@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdio>
 #include <cstdlib>
+#include <fcntl.h>
 #include <filesystem>
 #include <netinet/in.h>
 #include <stdexcept>
@@ -36,6 +37,31 @@ std::string check_shell(const std::string& command) {
     throw std::runtime_error("command failed (exit " + std::to_string(r.exit_code) +
                              "): " + command + "\n" + r.output);
   return r.output;
+}
+
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& output_path,
+                   bool append, const std::string& cwd) {
+  std::vector<std::string> copy = args;
+  std::vector<char*> argv;
+  for (auto& a : copy)
+    argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int flags = O_WRONLY | O_CREAT | O_CLOEXEC | (append ? O_APPEND : O_TRUNC);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    const int fd = ::open(output_path.c_str(), flags, 0644);
+    if (fd < 0)
+      ::_exit(126);
+    ::dup2(fd, 1); // dup2 clears O_CLOEXEC on the copies
+    ::dup2(fd, 2);
+    if (!cwd.empty() && ::chdir(cwd.c_str()) != 0)
+      ::_exit(126);
+    ::execv(argv[0], argv.data());
+    ::_exit(127);
+  }
+  if (pid < 0)
+    throw std::system_error(errno, std::generic_category(), "fork for " + args.front());
+  return pid;
 }
 
 std::string shell_quote(const std::string& s) {

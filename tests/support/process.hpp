@@ -2,6 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
+
+#include <sys/types.h>
 
 namespace sandboxd::test {
 
@@ -16,6 +19,12 @@ command_result run_shell(const std::string& command);
 // Like run_shell, but throws std::runtime_error naming the command and its output
 // when the exit code is not 0.
 std::string check_shell(const std::string& command);
+
+// Starts `args[0]` (a path) with `args`, its stdout and stderr going to `output_path`
+// (truncated, or appended to with `append`), in `cwd` when given; returns its pid, not
+// waited for. Everything the child needs is made before the fork (the parent has threads).
+pid_t spawn_logged(const std::vector<std::string>& args, const std::string& output_path,
+                   bool append = false, const std::string& cwd = {});
 
 // Quotes a string for /bin/sh.
 std::string shell_quote(const std::string& s);
