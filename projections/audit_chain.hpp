@@ -13,7 +13,7 @@
 // not its text: a redaction (docs/audit-log.md) empties a row's detail and keeps that digest
 // (`detail_sha256`), and the chain still verifies. Version 1 rows (written before) encode
 // the text itself; they verify as before, and cannot be redacted without breaking the chain
-// (`sandboxctl projections rebuild audit` rewrites them as version 2 from the log).
+// (`sandboxctl projections rebuild read_models` rewrites them as version 2 from the log).
 #pragma once
 
 #include <cstdint>

@@ -190,7 +190,7 @@ void check_redactions(const std::vector<audit_row>& rows, chain_report& report) 
       why = "is marked redacted but still has a detail";
     else if (r.hash_version == 1)
       why = "was redacted but was written before detail digests (hash version 1), so its hash"
-            " cannot be checked; run `sandboxctl projections rebuild audit` to rewrite the"
+            " cannot be checked; run `sandboxctl projections rebuild read_models` to rewrite the"
             " audit log from the event log";
     if (!why.empty())
       report.about(r, audit_problem::bad_redaction, why);
