@@ -253,7 +253,7 @@ result<audit_page> read_store::audit(const audit_query& q) {
       " action, outcome, detail, encode(hash, 'hex'), redacted"
       " FROM audit_log"
       " WHERE ($1 = '' OR tenant = $1) AND ($2 = '' OR sandbox_id = $2)"
-      "   AND occurred_at_ns >= $3 AND ($4 = 0 OR occurred_at_ns < $4)"
+      "   AND occurred_at_ns >= $3::bigint AND ($4::bigint = 0 OR occurred_at_ns < $4::bigint)"
       "   AND (NOT $5 OR (occurred_at_ns, tenant, partition, position) > ($6, $7, $8, $9))"
       " ORDER BY occurred_at_ns, tenant, partition, position LIMIT $10",
       q.tenant, q.sandbox_id, q.from_ns, q.to_ns, after.has_value(),

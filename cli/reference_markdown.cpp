@@ -2,6 +2,7 @@
 
 #include "cli/command_facts.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/json_shapes.hpp"
 
 namespace sandboxd::cli {
 namespace {
@@ -55,7 +56,8 @@ session on the same machine, from the same directory, needs no set-up. Addresses
   value` lines (`get`, `stat`), one line per event (`events`), or the bytes themselves
   (`read`, `exec`).
 - `--json` (before or after the command): one JSON document on stdout and nothing else (JSON
-  lines for `events` and `watch`, one event per line). Field names are snake_case; times are
+  lines for `events`, `watch` and `replay`, one document per line); [JSON output](#json-output)
+  lists every field of each. Field names are snake_case; times are
   RFC 3339 in UTC (`2026-12-01T13:59:27.045Z`); durations are seconds (`*_seconds`, 0 = off);
   digests are hex. Bytes that may not be text (exec output, file content) are a string when
   they are UTF-8 and `<name>_base64` otherwise. An error is `{"error": {"code", "message",
@@ -70,10 +72,11 @@ the thing and says what to do; the exit code tells the code apart:
 @EXIT_CODES@
 `exec` and `wait` exit with the command's own code (0-255), or 128 + N when signal N ended
 it; an exec whose outcome sandboxd could not learn (it restarted meanwhile) is 206. The codes
-200-210 are outside what shells and common tools exit with (0-2, 126, 127, 128-165, 255): a
-script tells a sandboxctl error from the command's own code by the code alone, or by the
-`sandboxctl: <code>:` line on stderr, or with `--json` (a result has `exit_code`, an error has
-`error`). A command that is not found in the sandbox is the shell's 127, not a sandboxctl
+200-210 are outside what shells and common tools exit with (0-2, 126, 127, 128-165, 255), so
+an exit code in 200-210 is almost always sandboxctl's own; a command in the sandbox can still
+exit with one of them itself. A script that must be sure reads the `sandboxctl: <code>:` line
+on stderr (sandboxctl prints it only for its own errors) or uses `--json` (a result has
+`exit_code`, an error has `error`). A command that is not found in the sandbox is the shell's 127, not a sandboxctl
 error. A timed-out exec ends with 128 + 9 (SIGKILL) and a note on stderr.
 
 ## Durations and times
@@ -119,7 +122,7 @@ std::string reference_markdown(const command_table& t) {
   std::string out =
     "# sandboxctl\n\n"
     "<!-- Generated from the command table (cli/) by `sandboxctl generate-docs > docs/cli.md`; "
-    "do not edit by hand. The test test_cli_reference fails when this file is stale. -->\n\n";
+    "do not edit by hand. test_cli_commands fails when this file is stale. -->\n\n";
   std::string intro = k_intro;
   std::string codes = "| exit | code | meaning |\n| --- | --- | --- |\n";
   for (const auto& r : exit_code_table())
@@ -154,6 +157,12 @@ std::string reference_markdown(const command_table& t) {
     }
     if (!f.flags.empty())
       out += "\n" + flag_table(f.flags);
+    for (const auto& o : json_outputs())
+      if (o.command == f.path || o.command.rfind(f.path + " --", 0) == 0)
+        out += std::string("\nWith `--json`") +
+               (o.command == f.path ? "" : " and `" + o.command.substr(f.path.size() + 1) + "`") +
+               ": " + (o.lines ? "JSON lines, one [`" : "one [`") + o.shape + "`](#" + o.shape +
+               ")" + (o.lines ? " per line" : "") + ".\n";
     if (!f.example.empty())
       out += "\nExample:\n\n```sh\n" + [&] {
         // The examples are indented by two for --help; the reference shows them flush.
@@ -169,7 +178,7 @@ std::string reference_markdown(const command_table& t) {
         return e;
       }() + "```\n";
   }
-  return out;
+  return out + "\n" + json_shapes_markdown();
 }
 
 } // namespace sandboxd::cli

@@ -606,10 +606,12 @@ BOOST_AUTO_TEST_CASE(bill_audit_and_verify_from_the_read_models) {
   q.tenant = "a";
   q.limit = 2;
   std::vector<std::string> actions;
+  std::vector<std::int64_t> times;
   do {
     auto page = must(a.audit(q));
     for (const auto& r : page.rows) {
       actions.push_back(r.action);
+      times.push_back(r.occurred_at_ns);
       BOOST_TEST(r.hash.size() == 32u);
       BOOST_TEST(r.sandbox_id == sb.id);
     }
@@ -618,6 +620,15 @@ BOOST_AUTO_TEST_CASE(bill_audit_and_verify_from_the_read_models) {
   const std::vector<std::string> expected{"created", "started", "pause_requested", "paused",
                                           "storage_sampled"};
   BOOST_TEST(actions == expected, boost::test_tools::per_element());
+  // A time window: from is inclusive, to exclusive (times far past 2^31, as real ones are).
+  BOOST_REQUIRE(times[2] > times[1]);
+  api::audit_query window;
+  window.tenant = "a";
+  window.to_ns = times[2];
+  BOOST_TEST(must(a.audit(window)).rows.size() == 2u);
+  window.to_ns = 0;
+  window.from_ns = times[2];
+  BOOST_TEST(must(a.audit(window)).rows.size() == 3u);
   auto v = must(a.audit_verify("a"));
   BOOST_TEST(v.problems.empty());
   BOOST_TEST(v.checked_rows == 5u);

@@ -9,11 +9,14 @@
 #include "cli/command_facts.hpp"
 #include "cli/command_table.hpp"
 #include "cli/completion.hpp"
+#include "cli/json_shapes.hpp"
 #include "cli/reference_markdown.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <fstream>
+#include <nlohmann/json.hpp>
+#include <regex>
 #include <set>
 #include <sys/stat.h>
 
@@ -123,6 +126,85 @@ BOOST_AUTO_TEST_CASE(every_command_the_issue_names_exists_with_help_and_an_examp
   BOOST_TEST(exec->help().find("Example:\n  sandboxctl exec") != std::string::npos);
 }
 
+BOOST_AUTO_TEST_CASE(every_command_documents_the_json_it_prints) {
+  command_table t;
+  std::set<std::string> paths;
+  for (const auto& f : command_facts(t)) {
+    paths.insert(f.path);
+    if (f.hidden)
+      continue;
+    const bool group_only = !f.subcommands.empty() && f.path != "audit";
+    BOOST_TEST((group_only || json_output_of(f.path) != nullptr),
+               "sandboxctl " << f.path << " --json is not documented in cli/json_shapes.cpp");
+  }
+  std::set<std::string> shapes, used;
+  for (const auto& s : json_shapes())
+    BOOST_TEST(shapes.insert(s.name).second, s.name << " twice");
+  for (const auto& o : json_outputs()) {
+    BOOST_TEST(paths.count(o.command.substr(0, o.command.find(" --"))) == 1u,
+               o.command << " is no command");
+    used.insert(o.shape);
+  }
+  used.insert("error_document");
+  const std::regex ref("<([a-z_]+)>");
+  for (const auto& s : json_shapes())
+    for (const auto& f : s.fields)
+      for (std::sregex_iterator m(f.type.begin(), f.type.end(), ref), end; m != end; ++m)
+        used.insert((*m)[1]);
+  for (const auto& u : used)
+    BOOST_TEST(shapes.count(u) == 1u, "shape " << u << " is used but not defined");
+  for (const auto& s : shapes)
+    BOOST_TEST(used.count(s) == 1u, "shape " << s << " is defined but never printed");
+}
+
+BOOST_AUTO_TEST_CASE(a_document_that_differs_from_its_shape_is_told_how) {
+  using nlohmann::json;
+  const json limits = {
+    {"memory_mib", 512}, {"cpu_millicores", 1000}, {"pids", 256}, {"disk_mib", 1024}};
+  json row = {{"id", "sb-0a1b2c3d4e5f"},
+              {"state", "paused"},
+              {"template", "base"},
+              {"limits", limits},
+              {"labels", {{"team", "a"}}},
+              {"pause_mode", nullptr},
+              {"writable_bytes", 4096},
+              {"created_at", "2026-12-01T13:59:27.045Z"},
+              {"updated_at", "2026-12-01T14:00:00Z"},
+              {"sequence", 7}};
+  json page = {{"sandboxes", json::array({row})}, {"next_page_token", ""}};
+  BOOST_TEST(shape_problems(page, "sandbox_list").empty());
+
+  auto only = [](const json& doc, const std::string& shape) {
+    auto p = shape_problems(doc, shape);
+    return p.size() == 1 ? p.front() : "(" + std::to_string(p.size()) + " problems)";
+  };
+  json missing = row;
+  missing.erase("sequence");
+  BOOST_TEST(only(missing, "sandbox_row") == "sequence: missing");
+  json extra = row;
+  extra["secret"] = "x";
+  BOOST_TEST(only(extra, "sandbox_row") == "secret: not documented in sandbox_row");
+  json wrong = row;
+  wrong["sequence"] = "7";
+  BOOST_TEST(only(wrong, "sandbox_row") == "sequence: expected integer, got \"7\"");
+  json null_id = row;
+  null_id["id"] = nullptr;
+  BOOST_TEST(only(null_id, "sandbox_row") == "id: expected string, got null");
+  json bad_time = row;
+  bad_time["created_at"] = "yesterday";
+  BOOST_TEST(only(bad_time, "sandbox_row") == "created_at: expected time, got \"yesterday\"");
+  json nested = page;
+  nested["sandboxes"][0]["limits"].erase("pids");
+  BOOST_TEST(only(nested, "sandbox_list") == "sandboxes[0].limits.pids: missing");
+  // An optional field may be absent, and is checked when present.
+  json file = {
+    {"path", "/workspace/a"},          {"type", "regular"}, {"size", 1}, {"mode", "0644"},
+    {"mtime", "2026-12-01T13:59:27Z"}, {"sha256", "ab"}};
+  BOOST_TEST(shape_problems(file, "file_content").empty());
+  file["content_base64"] = 3;
+  BOOST_TEST(only(file, "file_content") == "content_base64: expected string, got 3");
+}
+
 BOOST_AUTO_TEST_CASE(docs_cli_md_is_generated_from_the_command_table) {
   command_table t;
   const std::string generated = reference_markdown(t);
@@ -134,7 +216,8 @@ BOOST_AUTO_TEST_CASE(docs_cli_md_is_generated_from_the_command_table) {
   for (const char* section :
        {"## Exit codes", "| 201 | `not_found` |", "| 200 | `usage` |", "### sandboxctl exec",
         "### sandboxctl audit verify", "`--auto-pause[=filesystem\\|memory]`",
-        "sandboxctl exec [flags] ID -- CMD [ARGS...]"})
+        "sandboxctl exec [flags] ID -- CMD [ARGS...]", "## JSON output", "### sandbox_row",
+        "With `--json`: one [`sandbox`](#sandbox)."})
     BOOST_TEST(generated.find(section) != std::string::npos, section);
 }
 

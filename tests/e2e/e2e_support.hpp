@@ -5,10 +5,11 @@
 // given arguments, environment and stdin bytes, its stdout, stderr, exit code and wall time
 // captured apart.
 //
-// Preconditions for Boost.Test: crun can run sandboxes here; the daemon serves a call (exec,
-// the file calls, create with env) rather than answering "not served by this build".
+// Every --json output is checked against its documented shape (cli/json_shapes.hpp).
+// Precondition for Boost.Test: crun can run sandboxes here.
 #pragma once
 
+#include "cli/json_shapes.hpp"
 #include "node/runtime_set.hpp"
 #include "tests/node/node_fixture.hpp"
 #include "tests/support/process.hpp"
@@ -236,12 +237,75 @@ inline ctl_result run_process(const std::string& program, const std::vector<std:
   return r;
 }
 
+// The command path of sandboxctl `args` as cli/json_shapes names it ("audit verify",
+// "exec --background"), skipping the global flags; "" when there is none.
+inline std::string command_path_of(const std::vector<std::string>& args) {
+  std::vector<std::string> words;
+  bool background = false;
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const auto& a = args[i];
+    if (a == "--")
+      break;
+    if (a == "--addr" || a == "--token" || a == "--token-file" || a == "--tls-ca") {
+      ++i;
+      continue;
+    }
+    if (a == "-d" || a == "--background")
+      background = true;
+    if (!a.empty() && a[0] != '-')
+      words.push_back(a);
+  }
+  if (words.empty())
+    return "";
+  if (words.size() > 1 && cli::json_output_of(words[0] + " " + words[1]) != nullptr)
+    return words[0] + " " + words[1];
+  if (words[0] == "exec" && background)
+    return "exec --background";
+  return words[0];
+}
+
+// With --json, everything sandboxctl prints on stdout is documented (docs/cli.md, "JSON
+// output"): each document (or JSON line) has exactly the fields of its command's shape, of
+// their types; an error prints the error document.
+inline void expect_documented_json(const std::vector<std::string>& args, const ctl_result& r) {
+  if (std::find(args.begin(), args.end(), "--json") == args.end() || r.out.empty())
+    return;
+  if (auto dashes = std::find(args.begin(), args.end(), "--");
+      std::find(args.begin(), dashes, "--json") == dashes)
+    return; // the --json belongs to the command run in the sandbox
+  const std::string path = command_path_of(args);
+  const auto* output = cli::json_output_of(path);
+  const bool failed = r.exit_code != 0 && r.out.rfind("{\"error\"", 0) == 0;
+  BOOST_TEST_REQUIRE((failed || output != nullptr),
+                     "sandboxctl " << path << " --json: no documented shape");
+  const std::string shape = failed ? "error_document" : output->shape;
+  std::vector<json> docs;
+  if (!failed && output->lines) {
+    std::istringstream in(r.out);
+    for (std::string l; std::getline(in, l);)
+      if (!l.empty())
+        docs.push_back(json::parse(l));
+  } else {
+    docs.push_back(json::parse(r.out));
+  }
+  for (const auto& doc : docs) {
+    const auto problems = cli::shape_problems(doc, shape);
+    std::string all;
+    for (const auto& p : problems)
+      all += "\n  " + p;
+    BOOST_TEST(problems.empty(), "sandboxctl " << path << " --json differs from its documented "
+                                               << shape << ":" << all);
+  }
+}
+
 // sandboxctl connected to `d` through SANDBOXD_ADDR and SANDBOXD_TOKEN.
 inline ctl_result ctl(const daemon_process& d, const std::vector<std::string>& args,
                       ctl_options o = {}) {
   o.env.emplace("SANDBOXD_ADDR", d.address());
   o.env.emplace("SANDBOXD_TOKEN", d.token());
-  return run_process(SANDBOXCTL_BIN, args, o);
+  auto r = run_process(SANDBOXCTL_BIN, args, o);
+  expect_documented_json(args, r);
+  return r;
 }
 
 // `sandboxctl args` must exit 0: its stdout.
@@ -271,11 +335,6 @@ inline boost::test_tools::assertion_result crun_can_run(utf::test_unit_id) {
     r.message() << "crun cannot run sandboxes here: " << *why;
   }
   return r;
-}
-
-// True when `r` is the daemon's answer that it does not serve the call yet.
-inline bool not_served(const ctl_result& r) {
-  return r.exit_code == 206 && r.err.find("is not served by this build") != std::string::npos;
 }
 
 } // namespace sandboxd::test
