@@ -3,12 +3,13 @@
 //
 // Usage: node_worker DIR SEED file|kafka [BROKERS TOPIC]
 // The workload's random choices come from SEED (test_node derives it from its printed seed,
-// so a failing run can be repeated). The node's data directory is DIR/data. Once started it makes DIR/ready. Each
-// acknowledged command is appended to DIR/acks as "<sandbox id> <sequence>\n", each
-// acknowledged exec and file write through the control plane's operations to DIR/ops as
-// "<sandbox id> exec|write <exec or op id>\n", and each projector commit to DIR/commits as
-// "<partition> <next offset>\n", with one write() after the fact, so a SIGKILL never loses
-// a line the kernel took: the parent checks every line against what the next node finds.
+// so a failing run can be repeated). The node's data directory is DIR/data. Once started
+// it makes DIR/ready. Each acknowledged command is appended to DIR/acks as
+// "<sandbox id> <sequence>\n", each acknowledged exec and file write through the control
+// plane's operations to DIR/ops as "<sandbox id> exec|write <exec or op id>\n", and each
+// projector commit to DIR/commits as "<partition> <next offset>\n", with one write() after
+// the fact, so a SIGKILL never loses a line the kernel took: the parent checks every line
+// against what the next node finds.
 // Execs of the hollow runtime's `sleep 1` and writes are in flight most of the time, so a
 // kill finds some between their intent and their outcome.
 #include "node/node.hpp"
