@@ -115,15 +115,6 @@ void log_segment::remap(std::uint64_t capacity) {
   map(capacity);
 }
 
-void log_segment::append(const char* header, std::size_t header_size, std::string_view body,
-                         bool sync) {
-  write(header, header_size, body);
-  if (sync && ::fdatasync(fd_) != 0)
-    fail("cannot fdatasync", path_, errno);
-  size_.store(size() + written_, std::memory_order_release);
-  written_ = 0;
-}
-
 // Zeros are written ahead of the batches in steps of this many bytes. Appending a batch at
 // the end of the file would make each fdatasync also commit the file's new size and
 // blocks to the file system's journal; overwriting zeros that an earlier sync made durable

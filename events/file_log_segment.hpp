@@ -3,8 +3,8 @@
 //
 // A segment is written by one thread (the log's writer) and read through a shared
 // read-only mapping by any number of threads. The mapping covers `capacity()` bytes from
-// creation on, so readers never see it move; readers only touch bytes below a position the
-// writer published after its fdatasync returned.
+// creation on, so readers never see it move; readers only touch bytes below size(), which
+// the writer moves past a batch in sync_written(), after the batch's fdatasync returned.
 #pragma once
 
 #include "events/file_log_format.hpp"
@@ -43,12 +43,11 @@ public:
   // The mapping; valid for [0, capacity()), readable below size().
   const char* data() const { return data_; }
 
-  // Writes one batch at size() with one pwritev and, when `sync`, fdatasync. Throws
-  // log_fault on any failure; the segment must not be written again afterwards.
-  void append(const char* header, std::size_t header_size, std::string_view body, bool sync);
-  // The same in two steps: write() puts the batch into the file (one pwritev) without
-  // moving size(); sync_written() fdatasyncs it, then moves size() past it. Between the
-  // two the writer may do other work (wake the appenders of the previous batch).
+  // A batch is appended in two steps: write() puts it into the file at size() (one
+  // pwritev) without moving size(); sync_written() fdatasyncs it, then moves size() past
+  // it. Between the two the writer may do other work (wake the appenders of the previous
+  // batch). Both throw log_fault on any failure; the segment must not be written again
+  // afterwards.
   void write(const char* header, std::size_t header_size, std::string_view body);
   void sync_written();
   // Maps `capacity` bytes instead; only while no reader can hold a position in the segment.

@@ -27,40 +27,6 @@ bool has_sequence_prefix(const std::vector<ev::event>& evs, std::uint64_t upto) 
   return true;
 }
 
-// Whether `h` holds an event of type `type`.
-bool holds(const sandbox_history& h, const std::string& type) {
-  for (const auto& e : h.events)
-    if (ev::type_name(e.body) == type)
-      return true;
-  return false;
-}
-
-// After the manual clock was advanced: waits until `probe`'s timer, due at the new time, has
-// been recorded (its delete_requested is in the log), then sends `target` a command that is
-// rejected (and recorded) and returns the types of target's events up to that rejection.
-// A firing for `target` with an earlier deadline left the timer queue before the probe's,
-// went through the directory before the rejected command did, and was decided before it:
-// if the target's timer fired early, its event is in the list. No sleeping, no guessing.
-std::vector<std::string> after_due_timers(world& w, const std::string& probe,
-                                          const std::string& target, ac::command_body rejected) {
-  BOOST_REQUIRE(eventually([&] { return holds(history_of(*w.log, probe), "delete_requested"); }));
-  auto r = w.plane->call(target, user(std::move(rejected)), ac::reply_when::durable);
-  BOOST_REQUIRE(!r.ok());
-  BOOST_REQUIRE(r.failure->code == ev::errc::conflict);
-  auto types = type_names(history_of(*w.log, target).events);
-  BOOST_REQUIRE(!types.empty());
-  BOOST_TEST(types.back() == "command_rejected");
-  return types;
-}
-
-// A sandbox with this timeout policy whose timer is the probe of after_due_timers.
-ev::created probe_spec(ev::sandbox_timeouts t) {
-  auto s = spec();
-  s.timeouts = t;
-  s.timeouts.on_idle = ev::idle_action::delete_sandbox;
-  return s;
-}
-
 const std::vector<std::string> k_running{"created", "started", "command_rejected"};
 const std::vector<std::string> k_paused{"created", "started",         "pause_requested",
                                         "paused",  "storage_sampled", "command_rejected"};

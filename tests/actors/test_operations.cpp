@@ -351,13 +351,15 @@ BOOST_AUTO_TEST_CASE(the_run_timeout_applies_the_idle_action) {
   auto s = spec();
   s.timeouts.timeout = 10min;
   const auto id = w.create(s);
+  ev::sandbox_timeouts probe;
+  probe.timeout = 9min;
+  const auto probe_id = w.create(probe_spec(probe));
   w.clock.advance(9min);
-  std::this_thread::sleep_for(50ms);
-  BOOST_TEST(w.status(id) == ac::sandbox_status::running);
+  BOOST_TEST(after_due_timers(w, probe_id, id, ac::cmd::resume{}) ==
+               (std::vector<std::string>{"created", "started", "command_rejected"}),
+             boost::test_tools::per_element());
   w.clock.advance(2min);
-  for (int i = 0; i < 200 && w.status(id) != ac::sandbox_status::paused; ++i)
-    std::this_thread::sleep_for(10ms);
-  BOOST_TEST(w.status(id) == ac::sandbox_status::paused);
+  BOOST_TEST(eventually([&] { return w.status(id) == ac::sandbox_status::paused; }));
   (void)plane;
 }
 

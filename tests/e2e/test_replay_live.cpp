@@ -13,10 +13,12 @@
 #include "events/file_log_reader.hpp"
 #include "tests/projections/postgres_installed.hpp"
 #include "tests/support/pg_server.hpp"
+#include "tests/support/test_seed.hpp"
 
 #include <pqxx/pqxx>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <random>
 #include <set>
@@ -260,10 +262,12 @@ BOOST_AUTO_TEST_CASE(check_determinism_passes_after_a_random_workload_and_a_kill
 
   // Each worker: connect, then create `creates` sandboxes and make `ops` random calls on
   // known ones; it stops at the first call the daemon does not answer (it was killed).
-  auto work = [&](unsigned seed, int creates, int ops) {
+  // Every worker's choices come from the one printed seed.
+  const auto seed = sandboxd::test::test_seed("check_determinism_after_a_kill_9");
+  auto work = [&](std::uint64_t stream, int creates, int ops) {
     auto c = api::client::connect({d.address(), d.token()});
     BOOST_REQUIRE(c.ok());
-    std::mt19937 rng(seed);
+    std::mt19937_64 rng(seed + stream);
     auto lost = [](const auto& r) { return !r.ok() && r.code() == sandboxd::errc::unavailable; };
     for (int i = 0; i < creates; ++i) {
       api::create_options o;
@@ -317,7 +321,7 @@ BOOST_AUTO_TEST_CASE(check_determinism_passes_after_a_random_workload_and_a_kill
   {
     std::vector<std::thread> workers;
     for (unsigned w = 0; w < 4; ++w)
-      workers.emplace_back(work, 100 + w, 200, 400);
+      workers.emplace_back(work, 100u + w, 200, 400);
     // Kill in the middle: once the first 400 of 2,400 calls were answered, calls in flight.
     BOOST_REQUIRE(eventually([&] { return done >= 1000; }, 300s));
     d.stop(SIGKILL);
@@ -332,7 +336,7 @@ BOOST_AUTO_TEST_CASE(check_determinism_passes_after_a_random_workload_and_a_kill
   {
     std::vector<std::thread> workers;
     for (unsigned w = 0; w < 4; ++w)
-      workers.emplace_back(work, 200 + w, 50, 300);
+      workers.emplace_back(work, 200u + w, 50, 300);
     for (auto& t : workers)
       t.join();
   }

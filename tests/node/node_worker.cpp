@@ -1,13 +1,15 @@
 // node_worker — runs a node (embedded PostgreSQL, hollow runtime) on a data directory under
 // a mixed workload until it is killed; the child process of test_node's kill -9 case.
 //
-// Usage: node_worker DIR file|kafka [BROKERS TOPIC]
-// The node's data directory is DIR/data. Once started it makes DIR/ready. Each
-// acknowledged command is appended to DIR/acks as "<sandbox id> <sequence>\n", each
-// acknowledged exec and file write through the control plane's operations to DIR/ops as
-// "<sandbox id> exec|write <exec or op id>\n", and each projector commit to DIR/commits as
-// "<partition> <next offset>\n", with one write() after the fact, so a SIGKILL never loses
-// a line the kernel took: the parent checks every line against what the next node finds.
+// Usage: node_worker DIR SEED file|kafka [BROKERS TOPIC]
+// The workload's random choices come from SEED (test_node derives it from its printed seed,
+// so a failing run can be repeated). The node's data directory is DIR/data. Once started
+// it makes DIR/ready. Each acknowledged command is appended to DIR/acks as
+// "<sandbox id> <sequence>\n", each acknowledged exec and file write through the control
+// plane's operations to DIR/ops as "<sandbox id> exec|write <exec or op id>\n", and each
+// projector commit to DIR/commits as "<partition> <next offset>\n", with one write() after
+// the fact, so a SIGKILL never loses a line the kernel took: the parent checks every line
+// against what the next node finds.
 // Execs of the hollow runtime's `sleep 1` and writes are in flight most of the time, so a
 // kill finds some between their intent and their outcome.
 #include "node/node.hpp"
@@ -16,6 +18,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cstdint>
 #include <future>
 #include <iostream>
 #include <mutex>
@@ -40,11 +43,12 @@ void append_line(int fd, const std::string& line) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 3 && argc != 5) {
-    std::cerr << "usage: node_worker DIR file|kafka [BROKERS TOPIC]\n";
+  if (argc != 4 && argc != 6) {
+    std::cerr << "usage: node_worker DIR SEED file|kafka [BROKERS TOPIC]\n";
     return 2;
   }
-  const std::string dir = argv[1], kind = argv[2];
+  const std::string dir = argv[1], kind = argv[3];
+  const std::uint64_t seed = std::stoull(argv[2]);
   const int acks = ::open((dir + "/acks").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
   const int commits =
     ::open((dir + "/commits").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -55,8 +59,8 @@ int main(int argc, char** argv) {
   c.partitions = 4;
   if (kind == "kafka") {
     c.log = nd::log_kind::kafka;
-    c.kafka.brokers = argv[3];
-    c.kafka.topic = argv[4];
+    c.kafka.brokers = argv[4];
+    c.kafka.topic = argv[5];
     c.kafka.replication_factor = 1;
     c.kafka.min_insync_replicas = 1;
   }
@@ -78,7 +82,7 @@ int main(int argc, char** argv) {
   std::vector<std::thread> clients;
   for (int t = 0; t < 4; ++t)
     clients.emplace_back([&, t] {
-      std::mt19937 rng(static_cast<unsigned>(::getpid() * 7 + t));
+      std::mt19937_64 rng(seed + static_cast<std::uint64_t>(t));
       for (int k = 0;; ++k) {
         std::string id;
         {

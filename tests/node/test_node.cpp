@@ -11,6 +11,7 @@
 #include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
 #include "tests/support/process.hpp"
+#include "tests/support/test_seed.hpp"
 
 #include <prometheus/metric_family.h>
 
@@ -617,8 +618,8 @@ BOOST_AUTO_TEST_CASE(a_topic_that_does_not_fit_is_refused) {
 
 namespace {
 
-pid_t spawn_worker(const std::string& dir, const nd::node_config& cfg) {
-  std::vector<std::string> args{SANDBOXD_NODE_WORKER, dir,
+pid_t spawn_worker(const std::string& dir, const nd::node_config& cfg, std::uint64_t seed) {
+  std::vector<std::string> args{SANDBOXD_NODE_WORKER, dir, std::to_string(seed),
                                 cfg.log == nd::log_kind::kafka ? "kafka" : "file"};
   if (cfg.log == nd::log_kind::kafka) {
     args.push_back(cfg.kafka.brokers);
@@ -638,10 +639,11 @@ pid_t spawn_worker(const std::string& dir, const nd::node_config& cfg) {
 BOOST_AUTO_TEST_CASE(embedded_postgres_survives_kill_9_of_the_node_process) {
   node_dir dir;
   auto cfg = node_config_for(dir, {hollow}, true);
-  std::mt19937 rng(20261201);
+  // The kill moments and the workers' workloads come from one printed seed.
+  std::mt19937_64 rng(sandboxd::test::test_seed("embedded_postgres_survives_kill_9"));
   for (int round = 0; round < 3; ++round) {
     std::filesystem::remove(dir.path() + "/ready");
-    const pid_t child = spawn_worker(dir.path(), cfg);
+    const pid_t child = spawn_worker(dir.path(), cfg, rng());
     BOOST_REQUIRE(child > 0);
     BOOST_REQUIRE_MESSAGE(
       eventually([&] { return std::filesystem::exists(dir.path() + "/ready"); }, 120s),
