@@ -14,8 +14,9 @@
 //   - list_dir of a directory larger than the node's cap says it is truncated;
 //   - host paths through /proc/1/root and `..` are not readable by read_file or exec;
 //   - the operator's check (scripts/check-boundary) sees the node's sandboxes through the
-//     driver's entry under /run/sandboxd (the node's data directory is 0700) and passes,
-//     and fails when a sandbox is running but its overlay is not found.
+//     driver's entry under /run/sandboxd (the node's data directory is 0700, or 0710 for the
+//     embedded PostgreSQL's group: not searchable by others) and passes, and fails when a
+//     sandbox is running but its overlay is not found.
 // One daemon for the binary.
 #define BOOST_TEST_MODULE boundary_e2e
 #include "tests/e2e/api_e2e_support.hpp"

@@ -94,8 +94,6 @@ BOOST_AUTO_TEST_CASE(the_kernel_surface_docker_denies_is_denied) {
         "keyctl", "add_key", "request_key", "bpf", "userfaultfd", "perf_event_open",
         // io_uring (Docker allows it; sandboxd does not)
         "io_uring_setup", "io_uring_enter", "io_uring_register",
-        // namespaces: no argument filter makes them safe, so none is allowed at all
-        "unshare", "setns",
         // mounts, old and new API
         "mount", "umount", "umount2", "pivot_root", "fsopen", "fsconfig", "fsmount", "fspick",
         "open_tree", "move_mount", "mount_setattr",
@@ -111,8 +109,15 @@ BOOST_AUTO_TEST_CASE(the_kernel_surface_docker_denies_is_denied) {
     BOOST_TEST(denied(action(p, name)), name << " is allowed");
 }
 
-BOOST_AUTO_TEST_CASE(new_namespaces_through_clone_are_denied) {
+BOOST_AUTO_TEST_CASE(new_namespaces_through_clone_unshare_and_setns_are_denied) {
   json p = default_seccomp_profile();
+  // unshare(flags) and setns(fd, nstype): a new or joined user namespace, and setns with
+  // nstype 0 (whatever namespace the fd is), are denied however the rules filter arguments.
+  BOOST_TEST(denied(action(p, "unshare", {k_clone_newuser})));
+  BOOST_TEST(denied(action(p, "unshare", {k_clone_newuser | k_clone_newns})));
+  BOOST_TEST(denied(action(p, "unshare", {k_clone_newns})));
+  BOOST_TEST(denied(action(p, "setns", {3, k_clone_newuser})));
+  BOOST_TEST(denied(action(p, "setns", {3, 0})));
   BOOST_TEST(denied(action(p, "clone", {k_sigchld | k_clone_newuser})));
   BOOST_TEST(denied(action(p, "clone", {k_sigchld | k_clone_newns})));
   for (std::uint64_t flag : {0x02000000ull, 0x04000000ull, 0x08000000ull, 0x20000000ull,
