@@ -399,7 +399,7 @@ result<sandbox_info> client::create(const create_options& o) {
   return guarded<sandbox_info>([&] {
     auto req = impl_->session.createRequest();
     auto r = req.initRequest();
-    r.setTemplate(o.template_name);
+    r.setTemplate(kj::StringPtr(o.template_name.data(), o.template_name.size())); // a NUL included
     r.setRuntime(o.runtime);
     set_limits(r.initLimits(), o.limits);
     set_labels(r.initLabels(static_cast<unsigned>(o.labels.size())), o.labels);

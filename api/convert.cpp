@@ -1,5 +1,7 @@
 #include "api/convert.hpp"
 
+#include "runtime/names.hpp"
+
 #include <algorithm>
 
 namespace sandboxd::api {
@@ -90,7 +92,13 @@ result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader var
 
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d) {
   events::created c;
-  c.template_name = r.getTemplate().size() ? std::string(r.getTemplate().cStr()) : d.template_name;
+  // The whole name as sent (a NUL included), checked before anything is logged: a name
+  // the driver would refuse makes no sandbox, not a failed one.
+  c.template_name = r.getTemplate().size()
+                      ? std::string(r.getTemplate().begin(), r.getTemplate().size())
+                      : d.template_name;
+  if (auto named = runtime::check_template_name(c.template_name); !named)
+    return named.err();
   if (r.getRuntime().size() == 0) {
     c.runtime = d.runtime;
   } else {

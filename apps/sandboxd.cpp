@@ -16,6 +16,7 @@
 #include <prometheus/exposer.h>
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cerrno>
 #include <charconv>
@@ -307,6 +308,13 @@ int main(int argc, char** argv) {
     o.defaults.runtime = node.default_runtime();
     o.defaults.runtimes = node.runtimes();
     o.quota = {config.quota.sandboxes, config.quota.memory_mib, config.quota.disk_mib};
+    const auto& held = node.runtimes();
+    if (config.quota.disk_mib == 0 && std::any_of(held.begin(), held.end(), [](auto k) {
+          return k != sandboxd::events::runtime_kind::hollow;
+        }))
+      spdlog::warn("no tenant disk quota: every tenant's sandboxes share one layer pool, each "
+                   "layer up to its disk limit, so one tenant can fill it for all; set "
+                   "--quota-disk-mib (docs/security.md)");
     o.tls_certificate_file = config.tls_certificate;
     o.tls_key_file = config.tls_key;
     o.version = std::string(sn::version());

@@ -1,21 +1,29 @@
-// oci_driver — sandboxes as OCI containers run by `runsc` (gVisor, ptrace platform,
-// network none) or `crun`, each on an overlay of a template and its own writable layer.
+// oci_driver — sandboxes as OCI containers run by `runsc` (gVisor, systrap platform,
+// exclusive file access, network none) or `crun` (namespaces with a user namespace,
+// seccomp), each on an overlay of a template and its own writable layer. An older runsc
+// (no systrap) is refused by oci_unavailable() (oci_driver.cpp).
 //
-// On disk, under the data directory:
+// On disk, under the data directory (docs/runtime.md "On disk" gives every mode):
 //   templates/                      see template_store.hpp
 //   state/<runtime>/                the runtime's own state (--root)
-//   sandboxes/<id>/sandbox.json     status, template, limits, environment (sandbox_record.hpp)
-//   sandboxes/<id>/upper, work      the writable layer and overlayfs's work directory
+//   helpers/exec-guard              bound into every sandbox (exec_guard.hpp)
+//   layers.img, layers/             the layer pool (layer_pool.hpp); layers/<id>/upper and
+//                                   work are a sandbox's writable layer (a btrfs subvolume
+//                                   with a qgroup limit) and overlayfs's work directory
+//   sandboxes/<id>/sandbox.json     status, template, limits, host id base (sandbox_record.hpp)
+//   sandboxes/<id>/lower            the template, idmapped to the sandbox's host ids
 //   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
 //   sandboxes/<id>/config.json      the sandbox directory is its OCI bundle (oci_spec.hpp)
-//   sandboxes/<id>/checkpoint       runsc's memory image while memory-paused
+//   removing/, spare/               removed sandboxes being deleted, skeletons for the next
+//                                   create (removal_queue.hpp)
 // Cgroups: /sandboxd/<instance>-<id> in every v1 controller, <instance> derived from the
 // data directory so that two drivers on two data directories never share one.
 //
 // Pause modes: filesystem ends every process (the container is deleted), syncs and
 // unmounts the layer; resume makes a fresh container on it. memory freezes the cgroup
-// (crun) or checkpoints the sandbox into sandboxes/<id>/checkpoint and restores it
-// (runsc). A timed-out exec has its whole process tree stopped and killed.
+// (crun and the current runsc: `pause`, `resume`); only with an older runsc, which
+// sandboxd never runs, does it checkpoint into sandboxes/<id>/checkpoint and restore. A
+// timed-out exec has its whole process tree stopped and killed.
 //
 // Differences between the two runtimes, by design of gVisor: with runsc, the memory
 // and pids limits bound the host cgroup of the whole sandbox (its kernel included), so
