@@ -2,6 +2,7 @@
 // verification from the read models, the read models verified against the log, their status
 // and their rebuild; the tail of the whole event stream and one sandbox's history, from the
 // log; the actors' states checked against the log (determinism).
+#include "api/convert.hpp"
 #include "api/determinism_check.hpp"
 #include "api/service_context.hpp"
 #include "replay/sandbox_history.hpp"
@@ -26,7 +27,7 @@ public:
                       : p.getBy() == rpc::BillGrouping::DAY ? bill_grouping::day
                                                             : bill_grouping::sandbox;
       return ctx_
-        ->on_worker<result<bill_report>>([store, tenant = std::string(p.getTenant().cStr()),
+        ->on_worker<result<bill_report>>([store, tenant = whole_text(p.getTenant()),
                                           from = p.getFromNs(), to = p.getToNs(),
                                           by] { return store->bill(tenant, from, to, by); })
         .then([context](std::shared_ptr<result<bill_report>> r) mutable {
@@ -60,11 +61,11 @@ public:
       auto* store = need_store("audit");
       auto p = context.getParams().getQuery();
       audit_query q;
-      q.tenant = p.getTenant().cStr();
-      q.sandbox_id = p.getSandboxId().cStr();
+      q.tenant = whole_text(p.getTenant());
+      q.sandbox_id = whole_text(p.getSandboxId());
       q.from_ns = p.getFromNs();
       q.to_ns = p.getToNs();
-      q.page_token = p.getPageToken().cStr();
+      q.page_token = whole_text(p.getPageToken());
       q.limit = p.getLimit();
       return ctx_
         ->on_worker<result<audit_page>>([store, q = std::move(q)] { return store->audit(q); })
@@ -99,7 +100,7 @@ public:
       auto* store = need_store("auditVerify");
       return ctx_
         ->on_worker<result<audit_check>>(
-          [store, tenant = std::string(context.getParams().getTenant().cStr())] {
+          [store, tenant = whole_text(context.getParams().getTenant())] {
             return store->verify(tenant);
           })
         .then([context](std::shared_ptr<result<audit_check>> r) mutable {
@@ -143,7 +144,7 @@ public:
 
   kj::Promise<void> history(HistoryContext context) override {
     return plain_call(*ctx_, conn_, "Admin.history", [this, context]() mutable {
-      std::string id = context.getParams().getSandboxId().cStr();
+      std::string id = whole_text(context.getParams().getSandboxId());
       using found = result<std::vector<replay::history_entry>>;
       return ctx_
         ->on_worker<found>([log = ctx_->log, id]() -> found {
@@ -181,7 +182,7 @@ public:
   kj::Promise<void> verifyProjection(VerifyProjectionContext context) override {
     return plain_call(*ctx_, conn_, "Admin.verifyProjection", [this, context]() mutable {
       auto* store = need_store("verifyProjection");
-      std::string name = context.getParams().getName().cStr();
+      std::string name = whole_text(context.getParams().getName());
       if (name.empty())
         name = "read_models";
       return ctx_
@@ -235,7 +236,7 @@ public:
   kj::Promise<void> rebuildProjection(RebuildProjectionContext context) override {
     return plain_call(*ctx_, conn_, "Admin.rebuildProjection", [this, context]() mutable {
       auto* store = need_store("rebuildProjection");
-      std::string name = context.getParams().getName().cStr();
+      std::string name = whole_text(context.getParams().getName());
       if (name.empty())
         name = "read_models";
       return ctx_
@@ -259,7 +260,7 @@ public:
       if (!ctx_->plane)
         throw_error(errc::unavailable, "checkDeterminism needs the node's actors and this "
                                        "server has none; ask a sandboxd node");
-      std::string id = context.getParams().getSandboxId().cStr();
+      std::string id = whole_text(context.getParams().getSandboxId());
       return ctx_
         ->on_worker<result<determinism_check>>([plane = ctx_->plane, log = ctx_->log, id] {
           return check_determinism(*plane, *log, id);

@@ -18,6 +18,13 @@
 namespace sandboxd::api {
 namespace {
 
+// A std::string as Cap'n Proto Text, whole: kj::StringPtr's own conversion stops at the first
+// NUL, which would send a shortened label, argument or path instead of the one given (the
+// daemon refuses a NUL where it is not allowed, naming the field).
+kj::StringPtr whole(const std::string& s) {
+  return {s.data(), s.size()};
+}
+
 template <class T, class F>
 result<T> guarded(F&& f) {
   try {
@@ -52,8 +59,8 @@ std::vector<events::label> labels_of(capnp::List<schema::Label>::Reader r) {
 
 void set_labels(capnp::List<schema::Label>::Builder b, const std::vector<events::label>& labels) {
   for (unsigned i = 0; i < labels.size(); ++i) {
-    b[i].setKey(labels[i].key);
-    b[i].setValue(labels[i].value);
+    b[i].setKey(whole(labels[i].key));
+    b[i].setValue(whole(labels[i].value));
   }
 }
 
@@ -78,8 +85,8 @@ void set_timeouts(rpc::TimeoutSettings::Builder b, const timeout_change& t) {
 
 void set_env(capnp::List<rpc::EnvVar>::Builder b, const std::vector<events::env_var>& env) {
   for (unsigned i = 0; i < env.size(); ++i) {
-    b[i].setName(env[i].name);
-    b[i].setValue(env[i].value);
+    b[i].setName(whole(env[i].name));
+    b[i].setValue(whole(env[i].value));
     b[i].setSecret(env[i].secret);
   }
 }
@@ -87,9 +94,9 @@ void set_env(capnp::List<rpc::EnvVar>::Builder b, const std::vector<events::env_
 void set_exec_request(rpc::ExecRequest::Builder b, const exec_options& o) {
   auto argv = b.initArgv(static_cast<unsigned>(o.argv.size()));
   for (unsigned i = 0; i < o.argv.size(); ++i)
-    argv.set(i, o.argv[i]);
+    argv.set(i, whole(o.argv[i]));
   set_env(b.initEnv(static_cast<unsigned>(o.env.size())), o.env);
-  b.setCwd(o.cwd);
+  b.setCwd(whole(o.cwd));
   b.setStdin(
     kj::arrayPtr(reinterpret_cast<const kj::byte*>(o.stdin_bytes.data()), o.stdin_bytes.size()));
   b.setTimeoutNs(o.timeout.count());
@@ -309,7 +316,7 @@ struct client::impl {
 
   rpc::Sandbox::Client open(const std::string& id) {
     auto req = session.openRequest();
-    req.setSandboxId(id);
+    req.setSandboxId(whole(id));
     return req.send().getSandbox(); // pipelined: no round trip of its own
   }
 
@@ -399,12 +406,12 @@ result<sandbox_info> client::create(const create_options& o) {
   return guarded<sandbox_info>([&] {
     auto req = impl_->session.createRequest();
     auto r = req.initRequest();
-    r.setTemplate(kj::StringPtr(o.template_name.data(), o.template_name.size())); // a NUL included
-    r.setRuntime(o.runtime);
+    r.setTemplate(whole(o.template_name));
+    r.setRuntime(whole(o.runtime));
     set_limits(r.initLimits(), o.limits);
     set_labels(r.initLabels(static_cast<unsigned>(o.labels.size())), o.labels);
     api::set_timeouts(r.initTimeouts(), o.timeouts);
-    r.setClientRequestId(o.client_request_id);
+    r.setClientRequestId(whole(o.client_request_id));
     set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
     return info_of(req.send().wait(impl_->ws()).getInfo());
   });
@@ -413,7 +420,7 @@ result<sandbox_info> client::create(const create_options& o) {
 result<sandbox_info> client::get(const std::string& sandbox_id) {
   return guarded<sandbox_info>([&] {
     auto req = impl_->session.getRequest();
-    req.setSandboxId(sandbox_id);
+    req.setSandboxId(whole(sandbox_id));
     return info_of(req.send().wait(impl_->ws()).getInfo());
   });
 }
@@ -434,7 +441,7 @@ result<list_page> client::list(const list_filter& f) {
     }
     set_labels(filter.initLabels(static_cast<unsigned>(f.labels.size())), f.labels);
     filter.setIncludeDeleted(f.include_deleted);
-    req.setPageToken(f.page_token);
+    req.setPageToken(whole(f.page_token));
     req.setLimit(f.limit);
     auto resp = req.send().wait(impl_->ws());
     list_page page;
@@ -484,8 +491,8 @@ result<void> client::remove(const std::string& sandbox_id) {
 result<void> client::redact(const std::string& sandbox_id, const std::string& reason) {
   return guarded<void>([&] {
     auto req = impl_->session.redactRequest();
-    req.setSandboxId(sandbox_id);
-    req.setReason(reason);
+    req.setSandboxId(whole(sandbox_id));
+    req.setReason(whole(reason));
     req.send().wait(impl_->ws());
   });
 }
@@ -554,7 +561,7 @@ result<std::vector<exec_info>> client::execs(const std::string& sandbox_id) {
 result<exec_result> client::wait_exec(const std::string& sandbox_id, const std::string& exec_id) {
   return guarded<exec_result>([&] {
     auto req = impl_->open(sandbox_id).openExecRequest();
-    req.setExecId(exec_id);
+    req.setExecId(whole(exec_id));
     auto exec = req.send().getExec();
     return exec_result_of(exec.waitRequest().send().wait(impl_->ws()).getResult());
   });
@@ -564,7 +571,7 @@ result<void> client::kill_exec(const std::string& sandbox_id, const std::string&
                                int signal) {
   return guarded<void>([&] {
     auto req = impl_->open(sandbox_id).openExecRequest();
-    req.setExecId(exec_id);
+    req.setExecId(whole(exec_id));
     auto kill = req.send().getExec().killRequest();
     kill.setSignal(signal);
     kill.send().wait(impl_->ws());
@@ -576,7 +583,7 @@ result<file_digest> client::read_file(const std::string& sandbox_id, const std::
   auto on = std::make_shared<const chunk_callback*>(&on_chunk);
   auto r = guarded<file_digest>([&] {
     auto req = impl_->open(sandbox_id).readFileRequest();
-    req.setPath(path);
+    req.setPath(whole(path));
     req.setSink(kj::heap<byte_sink>(on));
     auto resp = req.send().wait(impl_->ws());
     impl_->drain();
@@ -590,7 +597,7 @@ result<file_digest> client::write_file(const std::string& sandbox_id, const std:
                                        std::uint32_t mode, const chunk_source& next) {
   return guarded<file_digest>([&] {
     auto req = impl_->open(sandbox_id).writeFileRequest();
-    req.setPath(path);
+    req.setPath(whole(path));
     req.setMode(mode);
     auto upload = req.send().getUpload();
     std::string chunk;
@@ -617,7 +624,7 @@ result<dir_listing> client::list_dir(const std::string& sandbox_id, const std::s
                                      std::uint32_t limit) {
   return guarded<dir_listing>([&] {
     auto req = impl_->open(sandbox_id).listDirRequest();
-    req.setPath(path);
+    req.setPath(whole(path));
     req.setLimit(limit);
     auto resp = req.send().wait(impl_->ws());
     dir_listing out;
@@ -631,7 +638,7 @@ result<dir_listing> client::list_dir(const std::string& sandbox_id, const std::s
 result<file_info> client::stat(const std::string& sandbox_id, const std::string& path) {
   return guarded<file_info>([&] {
     auto req = impl_->open(sandbox_id).statRequest();
-    req.setPath(path);
+    req.setPath(whole(path));
     return file_info_of(req.send().wait(impl_->ws()).getInfo());
   });
 }
@@ -640,7 +647,7 @@ result<void> client::make_dir(const std::string& sandbox_id, const std::string& 
                               bool parents) {
   return guarded<void>([&] {
     auto req = impl_->open(sandbox_id).makeDirRequest();
-    req.setPath(path);
+    req.setPath(whole(path));
     req.setParents(parents);
     req.send().wait(impl_->ws());
   });
@@ -650,7 +657,7 @@ result<void> client::remove_path(const std::string& sandbox_id, const std::strin
                                  bool recursive) {
   return guarded<void>([&] {
     auto req = impl_->open(sandbox_id).removeRequest();
-    req.setPath(path);
+    req.setPath(whole(path));
     req.setRecursive(recursive);
     req.send().wait(impl_->ws());
   });
@@ -670,7 +677,7 @@ result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns
                                  std::int64_t to_ns, bill_grouping by) {
   return guarded<bill_report>([&] {
     auto req = impl_->admin_cap().billRequest();
-    req.setTenant(tenant);
+    req.setTenant(whole(tenant));
     req.setFromNs(from_ns);
     req.setToNs(to_ns);
     req.setBy(by == bill_grouping::hour  ? rpc::BillGrouping::HOUR
@@ -705,11 +712,11 @@ result<audit_page> client::audit(const audit_query& q) {
   return guarded<audit_page>([&] {
     auto req = impl_->admin_cap().auditRequest();
     auto query = req.initQuery();
-    query.setTenant(q.tenant);
-    query.setSandboxId(q.sandbox_id);
+    query.setTenant(whole(q.tenant));
+    query.setSandboxId(whole(q.sandbox_id));
     query.setFromNs(q.from_ns);
     query.setToNs(q.to_ns);
-    query.setPageToken(q.page_token);
+    query.setPageToken(whole(q.page_token));
     query.setLimit(q.limit);
     auto resp = req.send().wait(impl_->ws());
     audit_page page;
@@ -738,7 +745,7 @@ result<audit_page> client::audit(const audit_query& q) {
 result<audit_check> client::audit_verify(const std::string& tenant) {
   return guarded<audit_check>([&] {
     auto req = impl_->admin_cap().auditVerifyRequest();
-    req.setTenant(tenant);
+    req.setTenant(whole(tenant));
     auto resp = req.send().wait(impl_->ws());
     audit_check c;
     c.checked_rows = resp.getCheckedRows();
@@ -753,7 +760,7 @@ result<audit_check> client::audit_verify(const std::string& tenant) {
 result<std::vector<streamed_event>> client::history(const std::string& sandbox_id) {
   return guarded<std::vector<streamed_event>>([&]() -> result<std::vector<streamed_event>> {
     auto req = impl_->admin_cap().historyRequest();
-    req.setSandboxId(sandbox_id);
+    req.setSandboxId(whole(sandbox_id));
     auto resp = req.send().wait(impl_->ws());
     std::vector<streamed_event> out;
     for (auto e : resp.getEvents()) {
@@ -773,7 +780,7 @@ result<std::vector<streamed_event>> client::history(const std::string& sandbox_i
 result<projection_check> client::verify_projection(const std::string& name) {
   return guarded<projection_check>([&] {
     auto req = impl_->admin_cap().verifyProjectionRequest();
-    req.setName(name);
+    req.setName(whole(name));
     auto resp = req.send().wait(impl_->ws());
     projection_check c;
     c.name = name.empty() ? "read_models" : name;
@@ -804,7 +811,7 @@ result<std::vector<projection_partition>> client::projection_status() {
 result<projection_rebuild> client::rebuild_projection(const std::string& name) {
   return guarded<projection_rebuild>([&] {
     auto req = impl_->admin_cap().rebuildProjectionRequest();
-    req.setName(name);
+    req.setName(whole(name));
     auto resp = req.send().wait(impl_->ws());
     projection_rebuild out;
     out.name = name.empty() ? "read_models" : name;
@@ -818,7 +825,7 @@ result<projection_rebuild> client::rebuild_projection(const std::string& name) {
 result<determinism_check> client::check_determinism(const std::string& sandbox_id) {
   return guarded<determinism_check>([&] {
     auto req = impl_->admin_cap().checkDeterminismRequest();
-    req.setSandboxId(sandbox_id);
+    req.setSandboxId(whole(sandbox_id));
     auto resp = req.send().wait(impl_->ws());
     determinism_check out;
     out.checked = resp.getChecked();

@@ -102,13 +102,13 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
   if (r.getRuntime().size() == 0) {
     c.runtime = d.runtime;
   } else {
-    auto k = runtime_named(r.getRuntime().cStr());
+    auto k = runtime_named(whole_text(r.getRuntime()));
     if (!k || std::find(d.runtimes.begin(), d.runtimes.end(), *k) == d.runtimes.end()) {
       std::string have;
       for (auto h : d.runtimes)
         have += (have.empty() ? "" : ", ") + events::to_string(h);
       return make_error(errc::invalid_argument,
-                        "runtime '" + std::string(r.getRuntime().cStr()) +
+                        "runtime '" + whole_text(r.getRuntime()) +
                           "' is not one this node has; use one of: " + have);
     }
     c.runtime = *k;
@@ -127,9 +127,9 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
   for (auto l : r.getLabels()) {
     if (l.getKey().size() == 0)
       return make_error(errc::invalid_argument, "a label key is empty; give every label a key");
-    c.labels.push_back({l.getKey().cStr(), l.getValue().cStr()});
+    c.labels.push_back({whole_text(l.getKey()), whole_text(l.getValue())});
   }
-  c.client_request_id = r.getClientRequestId().cStr();
+  c.client_request_id = whole_text(r.getClientRequestId());
   // The defaults of a new sandbox: no timeouts (a timeout request sets them).
   auto t = timeouts_of(r.getTimeouts(), {}, events::time_point{}, events::time_point{});
   if (!t)

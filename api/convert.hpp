@@ -12,6 +12,12 @@
 
 namespace sandboxd::api {
 
+// The whole of a Cap'n Proto Text, NUL bytes included. cStr() ends it at the first NUL, which
+// would shorten a label, path or name silently; the checks after this refuse a NUL instead.
+inline std::string whole_text(capnp::Text::Reader t) {
+  return {t.begin(), t.size()};
+}
+
 // What a create takes when the request leaves a setting out, and what the node can do.
 struct create_defaults {
   std::string template_name = "base";

@@ -229,7 +229,7 @@ result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r) {
   if (!env)
     return env.err();
   x.env = std::move(env).value();
-  x.cwd = r.getCwd().size() ? std::string(r.getCwd().cStr()) : "/";
+  x.cwd = r.getCwd().size() ? whole_text(r.getCwd()) : "/";
   if (r.getTimeoutNs() < 0)
     return make_error(errc::invalid_argument,
                       "the exec timeout is negative; give 0 for none or a positive duration");
@@ -501,7 +501,7 @@ kj::Promise<void> serve_open_exec(
   const sandbox_ref& s,
   capnp::CallContext<rpc::Sandbox::OpenExecParams, rpc::Sandbox::OpenExecResults> context) {
   return sandbox_call(*s.ctx, s.conn, "Sandbox.openExec", [s, context]() mutable {
-    std::string exec_id = context.getParams().getExecId().cStr();
+    std::string exec_id = whole_text(context.getParams().getExecId());
     if (exec_id.empty())
       throw_error(errc::invalid_argument, "the exec id is empty; give the id start returned");
     // The sandbox must exist for this tenant (operation), and know the exec: in flight, or

@@ -1,5 +1,6 @@
 // session_service — a tenant's Session: create, get, list and open sandboxes, and the
 // Admin capability for tokens with the admin scope.
+#include "api/convert.hpp"
 #include "api/service_context.hpp"
 #include "base/utf8.hpp"
 
@@ -120,8 +121,8 @@ public:
     return plain_call(
       *ctx_, conn_, "Session.redact", [this, context]() mutable -> kj::Promise<void> {
         auto params = context.getParams();
-        std::string id = params.getSandboxId().cStr();
-        std::string reason = params.getReason().cStr();
+        std::string id = whole_text(params.getSandboxId());
+        std::string reason = whole_text(params.getReason());
         if (id.empty())
           throw_error(errc::invalid_argument, "redact needs a sandbox id");
         if (!is_text(reason))
@@ -153,9 +154,9 @@ public:
       for (auto s : params.getFilter().getStates())
         q.states.emplace_back(name_of(s));
       for (auto l : params.getFilter().getLabels())
-        q.labels.push_back({l.getKey().cStr(), l.getValue().cStr()});
+        q.labels.push_back({whole_text(l.getKey()), whole_text(l.getValue())});
       q.include_deleted = params.getFilter().getIncludeDeleted();
-      q.page_token = params.getPageToken().cStr();
+      q.page_token = whole_text(params.getPageToken());
       q.limit = params.getLimit();
       auto* store = ctx.store;
       return ctx

@@ -288,6 +288,39 @@ BOOST_AUTO_TEST_CASE(a_deleted_sandboxs_capability_answers_not_found_to_every_me
 
 // The process and file calls reach the sandbox's driver through its actor (the hollow
 // driver here: echo, cat and sleep, files in a plain directory) and answer its results.
+// A NUL inside a label, a working directory or a reason is part of what was sent: it is
+// refused as such, never cut off there (a label "team\0x" must not become "team").
+BOOST_AUTO_TEST_CASE(text_with_a_nul_is_refused_whole_not_cut_short) {
+  api_world w(without_read_models());
+  auto c = w.connect();
+  using namespace std::string_literals;
+  api::create_options o;
+  o.labels = {{"team\0x"s, "a"}};
+  auto r = c.create(o);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "invalid_argument");
+  o.labels = {{"team", "a\0b"s}};
+  r = c.create(o);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "invalid_argument");
+
+  const std::string id = must(c.create({})).id;
+  api::exec_options e;
+  e.argv = {"pwd"};
+  e.cwd = "/tmp\0/elsewhere"s;
+  auto x = c.exec(id, e, {});
+  BOOST_REQUIRE(!x.ok());
+  BOOST_TEST(api::to_string(x.code()) == "invalid_argument");
+  e.cwd = "/";
+  e.argv = {"echo", "a\0b"s};
+  x = c.exec(id, e, {});
+  BOOST_REQUIRE(!x.ok());
+  BOOST_TEST(api::to_string(x.code()) == "invalid_argument");
+  auto st = c.stat(id, "/tmp\0/elsewhere"s);
+  BOOST_REQUIRE(!st.ok());
+  BOOST_TEST(api::to_string(st.code()) == "invalid_argument");
+}
+
 BOOST_AUTO_TEST_CASE(process_and_file_calls_answer_the_drivers_results) {
   api_world w(without_read_models());
   auto c = w.connect();
