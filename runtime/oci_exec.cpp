@@ -4,6 +4,7 @@
 
 #include "runtime/child_process.hpp"
 #include "runtime/crun_startup.hpp"
+#include "runtime/host_process.hpp"
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
@@ -81,19 +82,24 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       return doc.err();
     memfd_file process_json(doc.value());
     exec_pid_file pid_file(cli_.kind(), cli_.state_root() + "/scratch");
+    const unsigned long long began = boot_ticks_now();
+    // The exec's first process (its guard), once the runtime has written its pid.
+    auto first_process = [&] {
+      return exec_process{cid(id), pid_file.read(), cgroup_path(id), began};
+    };
     auto running = execs_.add(id, req.exec_id, [&](int signal) -> outcome<void> {
       // The runtime writes the pid once the process exists: wait for it a little.
-      std::string pid = pid_file.read();
-      for (int i = 0; pid.empty() && i < 500; ++i) {
+      exec_process e = first_process();
+      for (int i = 0; e.pid_text.empty() && i < 500; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        pid = pid_file.read();
+        e = first_process();
       }
       // Just after start the guard may not have started the program yet: nothing below it
       // to signal. The exec is registered until it returns, so wait for its program a little.
-      bool signalled = cli_.signal_exec_tree(cid(id), pid, signal);
-      for (int i = 0; !signalled && !pid.empty() && i < 200; ++i) {
+      bool signalled = cli_.signal_exec_tree(e, signal);
+      for (int i = 0; !signalled && !e.pid_text.empty() && i < 200; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        signalled = cli_.signal_exec_tree(cid(id), pid, signal);
+        signalled = cli_.signal_exec_tree(e, signal);
       }
       if (!signalled)
         return make_error(errc::not_found, "exec " + req.exec_id + " in sandbox " + id +

@@ -38,6 +38,18 @@ private:
   std::string scratch_path_;
 };
 
+// An exec's first process as the driver knows it. crun: a host process, held by pidfd
+// (host_process.hpp) once it is found in the sandbox's cgroup (`cgroup`, the path below a
+// controller's mount) and started at or after `not_before_ticks` (boot_ticks_now() when
+// the exec began), and its tree is signalled through pidfds. runsc: a process of the
+// sandbox's own kernel, signalled by number through `runsc kill`.
+struct exec_process {
+  std::string cid;
+  std::string pid_text; // as the runtime wrote it
+  std::string cgroup;
+  unsigned long long not_before_ticks = 0;
+};
+
 class runtime_cli {
 public:
   // Finds the runtime's binary (`runtime_path`, or PATH) and what it can do; the runtime
@@ -82,12 +94,11 @@ public:
   // it (before, the exec's setns fails with EPERM).
   void await_started_init(pid_t init) const;
 
-  // Stops the process tree of an exec (its pid as the runtime wrote it) until it stops
-  // growing, then kills every member.
-  void kill_exec_tree(const std::string& cid, const std::string& pid_text) const;
+  // Stops the process tree of an exec until it stops growing, then kills every member.
+  void kill_exec_tree(const exec_process& e) const;
   // Sends `signal` to every process below the exec's first process (its guard), as the
   // tree stands now; false when none was found.
-  bool signal_exec_tree(const std::string& cid, const std::string& pid_text, int signal) const;
+  bool signal_exec_tree(const exec_process& e, int signal) const;
 
 private:
   oci_runtime runtime_;
