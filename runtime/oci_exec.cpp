@@ -120,10 +120,14 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     if (req.on_output)
       o.on_output = [&](output_stream s, std::string_view d) { filter.take(s, d); };
     // The guard ends the exec at its timeout; the driver's own deadline, a little later,
-    // is the backstop should the guard itself be gone (code in the sandbox may kill it).
+    // is the backstop should the guard not act (code in the sandbox may stop it): it kills
+    // the tree below the guard from outside. A guard that is gone has no tree left to
+    // find (docs/security.md, "Exec tracking").
     // No timeout: none at all.
-    if (req.timeout.count() > 0)
+    if (req.timeout.count() > 0) {
       o.timeout = guarded ? req.timeout + k_guard_grace : req.timeout;
+      o.on_timeout = [&] { cli_.kill_exec_tree(first_process()); };
+    }
     std::uint64_t ooms = oom_kills(id);
     const auto started = std::chrono::steady_clock::now();
     auto p = run_process(o);
