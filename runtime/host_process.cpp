@@ -84,8 +84,7 @@ std::vector<host_process> held_descendants(const host_process& root) {
   return tree;
 }
 
-void kill_held_tree(const host_process& root) {
-  root.signal(SIGSTOP);
+std::vector<host_process> stop_held_tree(const host_process& root) {
   std::map<pid_t, host_process> tree;
   for (int round = 0; round < 20; ++round) {
     const std::size_t before = tree.size();
@@ -105,7 +104,15 @@ void kill_held_tree(const host_process& root) {
     if (round > 0 && tree.size() == before)
       break;
   }
+  std::vector<host_process> out;
   for (auto& [pid, p] : tree)
+    out.push_back(std::move(p));
+  return out;
+}
+
+void kill_held_tree(const host_process& root) {
+  root.signal(SIGSTOP);
+  for (auto& p : stop_held_tree(root))
     p.signal(SIGKILL);
   root.signal(SIGKILL);
 }

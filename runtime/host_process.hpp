@@ -60,8 +60,11 @@ private:
 // Every process below `root` (not `root` itself) as the tree stands now, each held.
 std::vector<host_process> held_descendants(const host_process& root);
 
-// Stops `root` and the tree under it (stopped processes cannot fork) until no new member
-// appears, then kills every member with SIGKILL.
+// Stops the tree under `root` (not `root` itself; stopped processes cannot fork) until
+// no new member appears; its members, held.
+std::vector<host_process> stop_held_tree(const host_process& root);
+
+// Stops `root` and the tree under it, then kills every member with SIGKILL.
 void kill_held_tree(const host_process& root);
 
 } // namespace sandboxd::runtime

@@ -166,6 +166,21 @@ void runtime_cli::await_started_init(pid_t init) const {
   }
 }
 
+std::set<pid_t> runtime_cli::stop_sandbox_tree(const std::string& cid, pid_t root) const {
+  std::set<pid_t> tree{root};
+  for (int round = 0; round < 10; ++round) {
+    size_t before = tree.size();
+    add_descendants(tree, run({"ps", cid}).text);
+    for (pid_t p : tree)
+      if (p != root)
+        run({"kill", "--pid=" + std::to_string(p), cid, "STOP"});
+    if (round > 0 && tree.size() == before)
+      break;
+  }
+  tree.erase(root);
+  return tree;
+}
+
 void runtime_cli::kill_exec_tree(const exec_process& e) const {
   if (e.pid_text.empty())
     return;
@@ -174,38 +189,37 @@ void runtime_cli::kill_exec_tree(const exec_process& e) const {
       kill_held_tree(*root);
     return;
   }
-  // runsc: the processes live in gVisor's kernel; find the tree with `runsc ps`, stop it
-  // until it stops growing, then kill it.
+  // runsc: the processes live in gVisor's kernel, found with `runsc ps`.
   pid_t pid = std::stoi(e.pid_text);
-  std::set<pid_t> tree{pid};
-  for (int round = 0; round < 10; ++round) {
-    size_t before = tree.size();
-    add_descendants(tree, run({"ps", e.cid}).text);
-    for (pid_t p : tree)
-      run({"kill", "--pid=" + std::to_string(p), e.cid, "STOP"});
-    if (round > 0 && tree.size() == before)
-      break;
-  }
-  for (pid_t p : tree)
+  run({"kill", "--pid=" + std::to_string(pid), e.cid, "STOP"});
+  for (pid_t p : stop_sandbox_tree(e.cid, pid))
     run({"kill", "--pid=" + std::to_string(p), e.cid, "KILL"});
+  run({"kill", "--pid=" + std::to_string(pid), e.cid, "KILL"});
 }
 
 bool runtime_cli::signal_exec_tree(const exec_process& e, int signal) const {
   if (e.pid_text.empty())
     return false;
+  // SIGKILL is sent to a stopped tree, so that nothing forked after a look at the tree
+  // escapes it; other signals go to the tree as it stands.
   if (runtime_ == oci_runtime::crun) {
     auto root = exec_root(e);
     if (!root)
       return false;
-    auto tree = held_descendants(*root);
+    auto tree = signal == SIGKILL ? stop_held_tree(*root) : held_descendants(*root);
     for (auto& p : tree)
       p.signal(signal);
     return !tree.empty();
   }
   pid_t pid = std::stoi(e.pid_text);
-  std::set<pid_t> tree{pid};
-  add_descendants(tree, run({"ps", e.cid}).text);
-  tree.erase(pid);
+  std::set<pid_t> tree;
+  if (signal == SIGKILL) {
+    tree = stop_sandbox_tree(e.cid, pid);
+  } else {
+    tree = {pid};
+    add_descendants(tree, run({"ps", e.cid}).text);
+    tree.erase(pid);
+  }
   for (pid_t p : tree)
     run({"kill", "--pid=" + std::to_string(p), e.cid, std::to_string(signal)});
   return !tree.empty();

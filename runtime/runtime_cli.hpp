@@ -10,6 +10,7 @@
 #include "runtime/memfd_file.hpp"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -96,11 +97,16 @@ public:
 
   // Stops the process tree of an exec until it stops growing, then kills every member.
   void kill_exec_tree(const exec_process& e) const;
-  // Sends `signal` to every process below the exec's first process (its guard), as the
-  // tree stands now; false when none was found.
+  // Sends `signal` to every process below the exec's first process (its guard): SIGKILL
+  // to the tree stopped until it stops growing, other signals to the tree as it stands
+  // now; false when none was found.
   bool signal_exec_tree(const exec_process& e, int signal) const;
 
 private:
+  // runsc: stops every process below `root` in the sandbox's kernel until the tree stops
+  // growing; its members.
+  std::set<pid_t> stop_sandbox_tree(const std::string& cid, pid_t root) const;
+
   oci_runtime runtime_;
   std::string bin_;
   std::string note_;

@@ -1,11 +1,11 @@
 // Attacks on the end of an exec: a program that double-forks a setsid'd process and is
 // then killed through signal_exec (SIGKILL, and SIGTERM, the API's default) leaves
-// nothing running; a program that stops its own guard and forks a setsid'd process is
-// ended whole by the driver's deadline. What is left is looked for inside the sandbox
-// (every process's command line) and, under crun, on the host (the processes of the
-// sandbox's cgroup). A program that kills its own guard is the last case, disabled: its
-// tree is then the sandbox init's and nothing tracks it (docs/security.md, "Exec
-// tracking"). Built once per runtime.
+// nothing running, nor does one that keeps forking when SIGKILL comes; a program that
+// stops its own guard and forks a setsid'd process is ended whole by the driver's
+// deadline. What is left is looked for inside the sandbox (every process's command line)
+// and, under crun, on the host (the processes of the sandbox's cgroup). A program that kills its
+// own guard is the last case, disabled: its tree is then the sandbox init's and nothing tracks it
+// (docs/security.md, "Exec tracking"). Built once per runtime.
 #define BOOST_TEST_MODULE attack_exec_end
 #include <boost/test/unit_test.hpp>
 
@@ -160,6 +160,32 @@ BOOST_FIXTURE_TEST_CASE(sigkill_through_signal_exec_ends_a_double_forked_setsid_
 
 BOOST_FIXTURE_TEST_CASE(the_default_sigterm_ends_a_double_forked_setsid_exec, fixture) {
   kill_ends_everything(*this, "term", SIGTERM);
+}
+
+BOOST_FIXTURE_TEST_CASE(sigkill_through_signal_exec_ends_an_exec_that_keeps_forking, fixture) {
+  limits room;
+  room.pids = 4096;
+  running("forker", room);
+  // Every round leaves a setsid'd sleep behind: whatever is forked between a look at the
+  // tree and its signal must not escape the kill.
+  const std::vector<std::string> markers = {"sleep 3501"};
+  // Under runsc a loop that never rests leaves the sandbox's control server unreachable
+  // (`runsc ps`: connection refused); there each round rests 10 ms, and runsc's one call
+  // per signalled process leaves the loop time enough to fork between a look and a kill.
+  const std::string rest = driver_under_test::kind == oci_runtime::runsc ? "sleep 0.01; " : "";
+  exec_request e;
+  e.exec_id = "loop";
+  e.argv = {"/bin/sh", "-c", "while :; do (setsid sleep 3501 >/dev/null 2>&1 &); " + rest + "done"};
+  e.timeout = std::chrono::seconds(120);
+  background_exec run(*d, "forker", e);
+  BOOST_TEST_REQUIRE(all_run("forker", markers), "the loop never forked: " << inside("forker"));
+  auto s = d->signal_exec("forker", "loop", SIGKILL);
+  BOOST_TEST_REQUIRE(s.ok(), (s ? "" : s.err().message));
+  auto& r = run.wait();
+  BOOST_TEST_REQUIRE(r.ok(), (r ? "" : r.err().message));
+  BOOST_TEST(r->signal == SIGKILL);
+  std::string seen = wait_none("forker", markers, clock_type::now() + std::chrono::seconds(5));
+  BOOST_TEST(none_of(seen, markers), seen.substr(0, 2000));
 }
 
 BOOST_FIXTURE_TEST_CASE(an_exec_that_stops_its_guard_is_ended_by_the_driver_deadline, fixture) {
