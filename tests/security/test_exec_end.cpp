@@ -175,7 +175,10 @@ BOOST_FIXTURE_TEST_CASE(sigkill_through_signal_exec_ends_an_exec_that_keeps_fork
   const std::string rest = driver_under_test::kind == oci_runtime::runsc ? "sleep 0.01; " : "";
   exec_request e;
   e.exec_id = "loop";
-  e.argv = {"/bin/sh", "-c", "while :; do (setsid sleep 3501 >/dev/null 2>&1 &); " + rest + "done"};
+  // At most 3,000 rounds, within the pids limit (a shell that cannot fork ends the exec).
+  e.argv = {"/bin/sh", "-c",
+            "i=0; while [ $i -lt 3000 ]; do (setsid sleep 3501 >/dev/null 2>&1 &); " + rest +
+              "i=$((i+1)); done; exec sleep 3501"};
   e.timeout = std::chrono::seconds(120);
   background_exec run(*d, "forker", e);
   BOOST_TEST_REQUIRE(all_run("forker", markers), "the loop never forked: " << inside("forker"));
