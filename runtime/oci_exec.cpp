@@ -4,6 +4,7 @@
 
 #include "runtime/child_process.hpp"
 #include "runtime/crun_startup.hpp"
+#include "runtime/host_process.hpp"
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
@@ -81,19 +82,24 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       return doc.err();
     memfd_file process_json(doc.value());
     exec_pid_file pid_file(cli_.kind(), cli_.state_root() + "/scratch");
+    const unsigned long long began = boot_ticks_now();
+    // The exec's first process (its guard), once the runtime has written its pid.
+    auto first_process = [&] {
+      return exec_process{cid(id), pid_file.read(), cgroup_path(id), began};
+    };
     auto running = execs_.add(id, req.exec_id, [&](int signal) -> outcome<void> {
       // The runtime writes the pid once the process exists: wait for it a little.
-      std::string pid = pid_file.read();
-      for (int i = 0; pid.empty() && i < 500; ++i) {
+      exec_process e = first_process();
+      for (int i = 0; e.pid_text.empty() && i < 500; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        pid = pid_file.read();
+        e = first_process();
       }
       // Just after start the guard may not have started the program yet: nothing below it
       // to signal. The exec is registered until it returns, so wait for its program a little.
-      bool signalled = cli_.signal_exec_tree(cid(id), pid, signal);
-      for (int i = 0; !signalled && !pid.empty() && i < 200; ++i) {
+      bool signalled = cli_.signal_exec_tree(e, signal);
+      for (int i = 0; !signalled && !e.pid_text.empty() && i < 200; ++i) {
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
-        signalled = cli_.signal_exec_tree(cid(id), pid, signal);
+        signalled = cli_.signal_exec_tree(e, signal);
       }
       if (!signalled)
         return make_error(errc::not_found, "exec " + req.exec_id + " in sandbox " + id +
@@ -114,10 +120,14 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     if (req.on_output)
       o.on_output = [&](output_stream s, std::string_view d) { filter.take(s, d); };
     // The guard ends the exec at its timeout; the driver's own deadline, a little later,
-    // is the backstop should the guard itself be gone (code in the sandbox may kill it).
+    // is the backstop should the guard not act (code in the sandbox may stop it): it kills
+    // the tree below the guard from outside. A guard that is gone has no tree left to
+    // find (docs/security.md, "Exec tracking").
     // No timeout: none at all.
-    if (req.timeout.count() > 0)
+    if (req.timeout.count() > 0) {
       o.timeout = guarded ? req.timeout + k_guard_grace : req.timeout;
+      o.on_timeout = [&] { cli_.kill_exec_tree(first_process()); };
+    }
     std::uint64_t ooms = oom_kills(id);
     const auto started = std::chrono::steady_clock::now();
     auto p = run_process(o);

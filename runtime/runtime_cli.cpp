@@ -1,70 +1,35 @@
 #include "runtime/runtime_cli.hpp"
 
+#include "runtime/host_process.hpp"
 #include "runtime/runsc_binary.hpp"
 #include "runtime/small_text.hpp"
 
 #include <atomic>
 #include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <map>
 #include <set>
 #include <sstream>
 #include <thread>
 #include <unistd.h>
 
-namespace fs = std::filesystem;
-
 namespace sandboxd::runtime {
 namespace {
 
-std::vector<pid_t> host_children(pid_t pid) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (auto& t : fs::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
-    std::ifstream in(t.path() / "children");
-    pid_t c;
-    while (in >> c)
-      out.push_back(c);
-  }
-  return out;
-}
-
-// Every host process below `root` (not `root` itself), as the tree stands now.
-std::set<pid_t> host_descendants(pid_t root) {
-  std::set<pid_t> tree;
-  std::vector<pid_t> pending{root};
-  while (!pending.empty()) {
-    pid_t p = pending.back();
-    pending.pop_back();
-    for (pid_t c : host_children(p))
-      if (tree.insert(c).second)
-        pending.push_back(c);
-  }
-  return tree;
-}
-
-// crun: the exec's processes are host processes. Stops the tree under `root` (stopped
-// processes cannot fork) until no new member appears, then kills every member.
-void kill_host_tree(pid_t root) {
-  std::set<pid_t> tree;
-  for (int round = 0; round < 20; ++round) {
-    std::vector<pid_t> pending{root};
-    size_t before = tree.size();
-    while (!pending.empty()) {
-      pid_t p = pending.back();
-      pending.pop_back();
-      if (tree.insert(p).second || round > 0)
-        ::kill(p, SIGSTOP);
-      for (pid_t c : host_children(p))
-        if (!tree.count(c))
-          pending.push_back(c);
-    }
-    if (tree.size() == before && round > 0)
-      break;
-  }
-  for (pid_t p : tree)
-    ::kill(p, SIGKILL);
+// crun: the exec's first process (its guard), held when it is what `e` names: in the
+// sandbox's cgroup and started after the exec began.
+std::optional<host_process> exec_root(const exec_process& e) {
+  pid_t pid = std::stoi(e.pid_text);
+  return host_process::open(pid, [&](pid_t p, const proc_stat& s) {
+    if (s.start_ticks < e.not_before_ticks)
+      return false;
+    std::istringstream lines(read_small_text("/proc/" + std::to_string(p) + "/cgroup"));
+    const std::string tail = ":" + e.cgroup;
+    for (std::string line; std::getline(lines, line);)
+      if (line.size() > tail.size() &&
+          line.compare(line.size() - tail.size(), tail.size(), tail) == 0)
+        return true;
+    return false;
+  });
 }
 
 // The members of `tree` and their descendants in a `runsc ps` listing (columns UID PID
@@ -201,45 +166,62 @@ void runtime_cli::await_started_init(pid_t init) const {
   }
 }
 
-void runtime_cli::kill_exec_tree(const std::string& cid, const std::string& pid_text) const {
-  if (pid_text.empty())
-    return;
-  pid_t pid = std::stoi(pid_text);
-  if (runtime_ == oci_runtime::crun) {
-    kill_host_tree(pid);
-    return;
-  }
-  // runsc: the processes live in gVisor's kernel; find the tree with `runsc ps`, stop it
-  // until it stops growing, then kill it.
-  std::set<pid_t> tree{pid};
+std::set<pid_t> runtime_cli::stop_sandbox_tree(const std::string& cid, pid_t root) const {
+  std::set<pid_t> tree{root};
   for (int round = 0; round < 10; ++round) {
     size_t before = tree.size();
     add_descendants(tree, run({"ps", cid}).text);
     for (pid_t p : tree)
-      run({"kill", "--pid=" + std::to_string(p), cid, "STOP"});
+      if (p != root)
+        run({"kill", "--pid=" + std::to_string(p), cid, "STOP"});
     if (round > 0 && tree.size() == before)
       break;
   }
-  for (pid_t p : tree)
-    run({"kill", "--pid=" + std::to_string(p), cid, "KILL"});
+  tree.erase(root);
+  return tree;
 }
 
-bool runtime_cli::signal_exec_tree(const std::string& cid, const std::string& pid_text,
-                                   int signal) const {
-  if (pid_text.empty())
-    return false;
-  pid_t pid = std::stoi(pid_text);
+void runtime_cli::kill_exec_tree(const exec_process& e) const {
+  if (e.pid_text.empty())
+    return;
   if (runtime_ == oci_runtime::crun) {
-    auto tree = host_descendants(pid);
-    for (pid_t p : tree)
-      ::kill(p, signal);
+    if (auto root = exec_root(e))
+      kill_held_tree(*root);
+    return;
+  }
+  // runsc: the processes live in gVisor's kernel, found with `runsc ps`.
+  pid_t pid = std::stoi(e.pid_text);
+  run({"kill", "--pid=" + std::to_string(pid), e.cid, "STOP"});
+  for (pid_t p : stop_sandbox_tree(e.cid, pid))
+    run({"kill", "--pid=" + std::to_string(p), e.cid, "KILL"});
+  run({"kill", "--pid=" + std::to_string(pid), e.cid, "KILL"});
+}
+
+bool runtime_cli::signal_exec_tree(const exec_process& e, int signal) const {
+  if (e.pid_text.empty())
+    return false;
+  // SIGKILL is sent to a stopped tree, so that nothing forked after a look at the tree
+  // escapes it; other signals go to the tree as it stands.
+  if (runtime_ == oci_runtime::crun) {
+    auto root = exec_root(e);
+    if (!root)
+      return false;
+    auto tree = signal == SIGKILL ? stop_held_tree(*root) : held_descendants(*root);
+    for (auto& p : tree)
+      p.signal(signal);
     return !tree.empty();
   }
-  std::set<pid_t> tree{pid};
-  add_descendants(tree, run({"ps", cid}).text);
-  tree.erase(pid);
+  pid_t pid = std::stoi(e.pid_text);
+  std::set<pid_t> tree;
+  if (signal == SIGKILL) {
+    tree = stop_sandbox_tree(e.cid, pid);
+  } else {
+    tree = {pid};
+    add_descendants(tree, run({"ps", e.cid}).text);
+    tree.erase(pid);
+  }
   for (pid_t p : tree)
-    run({"kill", "--pid=" + std::to_string(p), cid, std::to_string(signal)});
+    run({"kill", "--pid=" + std::to_string(p), e.cid, std::to_string(signal)});
   return !tree.empty();
 }
 

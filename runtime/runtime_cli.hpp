@@ -10,6 +10,7 @@
 #include "runtime/memfd_file.hpp"
 
 #include <optional>
+#include <set>
 #include <string>
 #include <sys/types.h>
 #include <vector>
@@ -36,6 +37,18 @@ public:
 private:
   std::optional<memfd_file> memfd_;
   std::string scratch_path_;
+};
+
+// An exec's first process as the driver knows it. crun: a host process, held by pidfd
+// (host_process.hpp) once it is found in the sandbox's cgroup (`cgroup`, the path below a
+// controller's mount) and started at or after `not_before_ticks` (boot_ticks_now() when
+// the exec began), and its tree is signalled through pidfds. runsc: a process of the
+// sandbox's own kernel, signalled by number through `runsc kill`.
+struct exec_process {
+  std::string cid;
+  std::string pid_text; // as the runtime wrote it
+  std::string cgroup;
+  unsigned long long not_before_ticks = 0;
 };
 
 class runtime_cli {
@@ -82,14 +95,18 @@ public:
   // it (before, the exec's setns fails with EPERM).
   void await_started_init(pid_t init) const;
 
-  // Stops the process tree of an exec (its pid as the runtime wrote it) until it stops
-  // growing, then kills every member.
-  void kill_exec_tree(const std::string& cid, const std::string& pid_text) const;
-  // Sends `signal` to every process below the exec's first process (its guard), as the
-  // tree stands now; false when none was found.
-  bool signal_exec_tree(const std::string& cid, const std::string& pid_text, int signal) const;
+  // Stops the process tree of an exec until it stops growing, then kills every member.
+  void kill_exec_tree(const exec_process& e) const;
+  // Sends `signal` to every process below the exec's first process (its guard): SIGKILL
+  // to the tree stopped until it stops growing, other signals to the tree as it stands
+  // now; false when none was found.
+  bool signal_exec_tree(const exec_process& e, int signal) const;
 
 private:
+  // runsc: stops every process below `root` in the sandbox's kernel until the tree stops
+  // growing; its members.
+  std::set<pid_t> stop_sandbox_tree(const std::string& cid, pid_t root) const;
+
   oci_runtime runtime_;
   std::string bin_;
   std::string note_;
