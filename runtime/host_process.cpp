@@ -5,7 +5,6 @@
 #include <csignal>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
@@ -68,7 +67,7 @@ std::vector<host_process> host_process::children() const {
   std::error_code ec;
   for (auto& t :
        std::filesystem::directory_iterator("/proc/" + std::to_string(pid_) + "/task", ec)) {
-    std::ifstream in(t.path() / "children");
+    std::istringstream in(read_small_file(t.path() / "children"));
     for (pid_t c; in >> c;)
       if (auto h = open_child(c, *this))
         out.push_back(std::move(*h));

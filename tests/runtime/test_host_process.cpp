@@ -2,11 +2,13 @@
 // parentheses), and signalling held processes — children of this test — only while they
 // are the process opened: a child is found below its parent and nowhere else, a held
 // process that has been reaped is never signalled again, and a tree that keeps forking
-// is stopped and killed whole.
+// is stopped and killed whole; a /proc entry whose read fails reads as empty and never
+// throws (small_text).
 #define BOOST_TEST_MODULE host_process
 #include <boost/test/unit_test.hpp>
 
 #include "runtime/host_process.hpp"
+#include "runtime/small_text.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -51,6 +53,25 @@ bool eventually(F pred) {
 }
 
 } // namespace
+
+// A read that fails after the open (a directory: EISDIR; the entries of a process that ended
+// meanwhile: ESRCH) is an empty answer, not an exception out of a signal or kill path.
+BOOST_AUTO_TEST_CASE(an_entry_whose_read_fails_reads_as_empty) {
+  std::string got = "unset";
+  BOOST_CHECK_NO_THROW(got = read_small_text("/proc/self"));
+  BOOST_TEST(got.empty());
+  const pid_t child = spawn_sh("exit 0");
+  BOOST_REQUIRE(child > 0);
+  // A zombie until reaped: its task entries still open, their reads fail.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const std::string task = "/proc/" + std::to_string(child) + "/task/" + std::to_string(child);
+  BOOST_CHECK_NO_THROW(got = read_small_file(task + "/children"));
+  BOOST_TEST(got.empty());
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  BOOST_CHECK_NO_THROW(got = read_small_text("/proc/" + std::to_string(child) + "/stat"));
+  BOOST_TEST(got.empty());
+}
 
 BOOST_AUTO_TEST_CASE(stat_fields_follow_the_last_parenthesis) {
   auto s = parse_proc_stat("4242 (a b) c) (d) S 17 4242 4242 0 -1 4194560 75 0 0 0 0 0 0 0 20 0 "

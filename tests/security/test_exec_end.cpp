@@ -9,6 +9,7 @@
 #define BOOST_TEST_MODULE attack_exec_end
 #include <boost/test/unit_test.hpp>
 
+#include "runtime/small_text.hpp"
 #include "tests/security/attack_fixture.hpp"
 
 #include <chrono>
@@ -46,8 +47,8 @@ struct fixture : attack_fixture {
     std::ifstream procs("/sys/fs/cgroup/memory" + oci.cgroup_path(id) + "/cgroup.procs");
     std::string out;
     for (std::string pid; procs >> pid;) {
-      std::ifstream cmd("/proc/" + pid + "/cmdline");
-      std::string line((std::istreambuf_iterator<char>(cmd)), {});
+      // A process that ends meanwhile reads as an empty line.
+      std::string line = read_small_file("/proc/" + pid + "/cmdline");
       for (auto& c : line)
         if (c == '\0')
           c = ' ';
