@@ -25,11 +25,25 @@ rd_kafka_conf_t* kafka_log::impl::make_conf(bool for_producer) {
     set("acks", "all");
     set("partitioner", "murmur2_random");
     set("linger.ms", std::to_string(options.linger.count()));
-    set("message.timeout.ms",
-        std::to_string(std::max<std::int64_t>(1, options.append_timeout.count())));
+    auto message_timeout = std::max<std::int64_t>(1, options.append_timeout.count());
+    if (fenced) {
+      set("transactional.id", options.transactional_id);
+      const auto txn_timeout = std::max<std::int64_t>(1000, options.transaction_timeout.count());
+      set("transaction.timeout.ms", std::to_string(txn_timeout));
+      // librdkafka requires it: a record cannot outlive its transaction.
+      message_timeout = std::min(message_timeout, txn_timeout);
+      // The coordinator answers CONCURRENT_TRANSACTIONS to the next transaction's first
+      // requests until the last one's markers are written (a few ms): librdkafka's default
+      // backoff of 100 ms before asking again would cost every transaction that much.
+      set("retry.backoff.ms", "5");
+    }
+    set("message.timeout.ms", std::to_string(message_timeout));
   } else {
     set("enable.partition.eof", "false");
     set("fetch.wait.max.ms", std::to_string(std::max<std::int64_t>(1, options.fetch_wait.count())));
+    // Committed records only: what fenced appends aborted is never read (librdkafka's
+    // default, stated here because the cluster's fencing depends on it).
+    set("isolation.level", "read_committed");
   }
   for (const auto& [k, v] : options.config)
     set(k, v);
@@ -41,38 +55,72 @@ rd_kafka_conf_t* kafka_log::impl::make_conf(bool for_producer) {
 }
 
 kafka_log::impl::impl(const kafka_log_options& o)
-    : options(o), where("kafka log topic " + o.topic + " at " + o.bootstrap_servers) {
+    : options(o), where("kafka log topic " + o.topic + " at " + o.bootstrap_servers),
+      fenced(!o.transactional_id.empty()), sparse(fenced || o.read_transactions) {
   if (options.bootstrap_servers.empty())
     throw log_fault("kafka log: no bootstrap servers given");
+  if (fenced && !options.group_metadata)
+    throw log_fault(where + ": fenced appends (transactional id " + options.transactional_id +
+                    ") need the consumer group membership they commit with");
   char err[512];
   producer = rd_kafka_new(RD_KAFKA_PRODUCER, make_conf(true), err, sizeof err);
   if (producer == nullptr)
     throw log_fault(where + ": cannot create the producer: " + err);
+  auto open_topic = [&](rd_kafka_t*& rk, rd_kafka_topic_t*& topic, const char* what) {
+    rk = rd_kafka_new(RD_KAFKA_CONSUMER, make_conf(false), err, sizeof err);
+    if (rk == nullptr)
+      throw log_fault(where + ": cannot create the " + what + ": " + err);
+    topic = rd_kafka_topic_new(rk, options.topic.c_str(), nullptr);
+    if (topic == nullptr)
+      throw log_fault(where + ": cannot open the topic for the " + what + ": " +
+                      rd_kafka_err2str(rd_kafka_last_error()));
+  };
   try {
     ensure_topic();
-    consumer = rd_kafka_new(RD_KAFKA_CONSUMER, make_conf(false), err, sizeof err);
-    if (consumer == nullptr)
-      throw log_fault(where + ": cannot create the consumer: " + err);
-    consumer_topic = rd_kafka_topic_new(consumer, options.topic.c_str(), nullptr);
-    if (consumer_topic == nullptr)
-      throw log_fault(
-        where + ": cannot open the topic for reading: " + rd_kafka_err2str(rd_kafka_last_error()));
+    open_topic(consumer, consumer_topic, "consumer");
+    if (sparse)
+      open_topic(probe, probe_topic, "end-of-partition probe");
+    if (fenced) {
+      std::string why;
+      // Fences every earlier producer of this transactional id and settles its open
+      // transaction (aborted, or completed when its commit was already under way).
+      if (!init_transactions(producer, clock::now() + options.open_timeout, why))
+        throw log_fault(where + ": cannot start the transactional producer " +
+                        options.transactional_id + ": " + why +
+                        "; check that the brokers are reachable and allow transactions");
+    }
   } catch (...) {
+    if (probe_topic != nullptr)
+      rd_kafka_topic_destroy(probe_topic);
+    if (probe != nullptr)
+      rd_kafka_destroy(probe);
+    if (consumer_topic != nullptr)
+      rd_kafka_topic_destroy(consumer_topic);
     if (consumer != nullptr)
       rd_kafka_destroy(consumer);
     rd_kafka_destroy(producer);
     throw;
   }
-  for (std::int32_t p = 0; p < partitions; ++p)
+  for (std::int32_t p = 0; p < partitions; ++p) {
     readers.push_back(std::make_unique<partition_reader>());
+    tails.push_back(std::make_unique<partition_tail>());
+  }
+  written_end.assign(static_cast<std::size_t>(partitions), 0);
+  committed_end =
+    std::make_unique<std::atomic<std::int64_t>[]>(static_cast<std::size_t>(partitions));
+  for (std::int32_t p = 0; p < partitions; ++p)
+    committed_end[static_cast<std::size_t>(p)] = 0;
   delivery = std::thread([this] {
     while (!stopping.load()) {
       rd_kafka_poll(producer, 100);
-      if (producer_failed.load() && !closing.load())
+      // A transactional producer is replaced by the transaction thread, between transactions.
+      if (!fenced && producer_failed.load() && !closing.load())
         replace_producer();
     }
   });
   delivery_id = delivery.get_id();
+  if (fenced)
+    txn_thread = std::thread([this] { run_transactions(); });
 }
 
 kafka_log::impl::~impl() {
@@ -84,6 +132,14 @@ kafka_log::impl::~impl() {
       std::this_thread::sleep_for(std::chrono::milliseconds(5));
   };
   drain(options.append_timeout);
+  if (txn_thread.joinable()) {
+    {
+      std::lock_guard l(txn_mu);
+      txn_stop = true;
+    }
+    txn_cv.notify_all();
+    txn_thread.join();
+  }
   {
     std::shared_lock l(producer_mu); // the delivery thread may be replacing it
     rd_kafka_purge(producer, RD_KAFKA_PURGE_F_QUEUE | RD_KAFKA_PURGE_F_INFLIGHT);
@@ -96,6 +152,10 @@ kafka_log::impl::~impl() {
     restart_reader(*readers[p], static_cast<std::int32_t>(p));
   rd_kafka_topic_destroy(consumer_topic);
   rd_kafka_destroy(consumer);
+  if (probe != nullptr) {
+    rd_kafka_topic_destroy(probe_topic);
+    rd_kafka_destroy(probe);
+  }
   rd_kafka_destroy(producer);
 }
 
@@ -205,6 +265,16 @@ void kafka_log::impl::on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void
   auto* ref = static_cast<inflight::ref*>(m->_private);
   inflight* a = ref->owner;
   const record_fate fate = fate_of(m);
+  if (a->in_txn) {
+    // Where the record went; whether it counts is what the transaction's commit says.
+    if (fate == record_fate::stored)
+      a->positions[ref->index] = {m->partition, m->offset};
+    if (a->remaining.fetch_sub(1, std::memory_order_acq_rel) == 1) {
+      std::lock_guard l(self->txn_mu);
+      self->txn_reports_cv.notify_all();
+    }
+    return;
+  }
   if (fate == record_fate::stored) {
     a->positions[ref->index] = {m->partition, m->offset};
     a->some_stored = true;
@@ -247,6 +317,14 @@ std::uint64_t kafka_log::producers_replaced() const {
   return impl_->producers_replaced;
 }
 
+std::uint64_t kafka_log::transactions_committed() const {
+  return impl_->transactions_committed.load();
+}
+
+std::uint64_t kafka_log::appends_fenced() const {
+  return impl_->appends_fenced.load();
+}
+
 void kafka_log::do_append(std::vector<log_record> batch, append_callback done) {
   auto& m = *impl_;
   std::optional<error> refusal;
@@ -268,6 +346,17 @@ void kafka_log::do_append(std::vector<log_record> batch, append_callback done) {
   a->done = std::move(done);
   a->remaining.store(n);
   m.outstanding.fetch_add(1);
+  if (m.fenced) {
+    a->in_txn = true;
+    for (std::size_t i = 0; i < n; ++i)
+      a->refs[i] = {a, static_cast<std::uint32_t>(i)};
+    {
+      std::lock_guard l(m.txn_mu);
+      m.txn_waiting.push_back(a);
+    }
+    m.txn_cv.notify_one();
+    return;
+  }
   // The delivery thread must not block on a full queue: only it frees room.
   const int flags = std::this_thread::get_id() == m.delivery_id ? 0 : RD_KAFKA_MSG_F_BLOCK;
   std::shared_lock producer_lock(m.producer_mu);

@@ -36,6 +36,36 @@
 //   or under-replicate events and what to do: a partition count other than configured,
 //   fewer replicas or a lower min.insync.replicas than configured, a retention other than
 //   -1, compaction, unclean leader election.
+//
+// Fenced appends (a node of a cluster, docs/cluster.md): with `transactional_id` set, every
+// append is part of a Kafka transaction (transactional.id, init_transactions at open, so a
+// previous incarnation of the same id is fenced and its open transaction aborted). The
+// appends waiting when a transaction begins all go into it: one commit for many appends.
+// Before it commits, the transaction commits offsets of the partitions it wrote for the
+// consumer group `group_metadata` names, with that member's generation: the group
+// coordinator refuses the offset commit from a member whose generation is stale (it was
+// paused past its session timeout, cut off, or left the group) — Kafka Streams'
+// exactly-once-v2 pattern — and the transaction is aborted. Then, beyond the guarantees
+// above:
+// - An append the coordinator refused that way fails with errc::unavailable and a message
+//   starting "not the owner" (base/not_owner.hpp), and `maybe_stored` clear: its records
+//   were aborted, and no reader of this log ever returns them. So does an append while the
+//   node holds no membership (`group_metadata` answers "").
+// - An append fails with `maybe_stored` only when its transaction's commit was sent and its
+//   answer is unknown (a commit that timed out, a fatal producer error during the commit).
+//   The producer is then replaced, and the new one's init_transactions completes or aborts
+//   that transaction before any later append is taken, so the usual way of settling an
+//   unknown fate (a later record of the same key) holds.
+// - Reads return committed records only (isolation.level=read_committed, every reader).
+//   Offsets still increase in each partition, but are not dense: a transaction's commit
+//   marker takes an offset, and aborted records keep theirs. A read skips both; end_offset
+//   is the offset after the last committed record below the last stable offset (so a
+//   consumer that has read every record is at the end), and a record appended later gets an
+//   offset at or above it.
+// - A record is readable by read() once its append has completed, as ever: the log waits
+//   (briefly) for the broker to write the commit's markers before it answers a read or an
+//   end offset of a partition it committed to.
+// - Every record carries the header `sandboxd-writer` with `writer` (the node's id).
 #pragma once
 
 #include "events/event_log.hpp"
@@ -82,6 +112,24 @@ struct kafka_log_options {
   std::chrono::milliseconds fetch_wait{100};
   // Extra librdkafka properties, applied to producer and consumer alike (security etc.).
   std::vector<std::pair<std::string, std::string>> config;
+
+  // Fenced appends (header comment). Empty: the idempotent producer of a single node.
+  std::string transactional_id;
+  // The consumer group membership every transaction commits with: a serialized
+  // rd_kafka_consumer_group_metadata (rd_kafka_consumer_group_metadata_write), or "" while the
+  // node is no member (appends are refused: not the owner). Called once per transaction, on
+  // the log's transaction thread; it must not block. Required with transactional_id.
+  std::function<std::string()> group_metadata;
+  // How long a transaction may stay open before the broker aborts it
+  // (transaction.timeout.ms): bounds how long a writer that died mid-transaction holds back
+  // the readers of the partitions it wrote.
+  std::chrono::milliseconds transaction_timeout{10000};
+  // The value of every record's `sandboxd-writer` header (a node's id); empty: no header.
+  std::string writer;
+  // The topic holds transactional records (a cluster's topic) though this log appends without
+  // fencing (a tool reading it): reads skip markers and aborted records, and end_offset is
+  // after the last committed record, as with fenced appends. Implied by transactional_id.
+  bool read_transactions = false;
 };
 
 class kafka_log final : public event_log {
@@ -101,6 +149,10 @@ public:
 
   // How many times a failed producer was replaced.
   std::uint64_t producers_replaced() const;
+  // Fenced appends: transactions committed, and appends refused because the group
+  // coordinator fenced their transaction (not the owner).
+  std::uint64_t transactions_committed() const;
+  std::uint64_t appends_fenced() const;
 
 protected:
   void do_append(std::vector<log_record> batch, append_callback done) override;

@@ -3,7 +3,8 @@
 //   kafka_log.cpp         the producer: configuration, appends, delivery reports, a failed
 //                         producer's replacement;
 //   kafka_log_topic.cpp   the topic: creation with its configs, the check of an existing one;
-//   kafka_log_reader.cpp  reads, end offsets and waits, through one consumer.
+//   kafka_log_reader.cpp  reads, end offsets and waits, through one consumer;
+//   kafka_log_txn.cpp     fenced appends: the transaction thread.
 #pragma once
 
 #include "events/kafka_log.hpp"
@@ -14,6 +15,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
 #include <map>
 #include <mutex>
@@ -45,6 +47,9 @@ struct inflight {
   std::atomic<bool> some_stored{false};
   std::mutex failure_mu;
   std::optional<error> failure;
+  // A fenced append: the transaction thread settles it (kafka_log_txn.cpp); its delivery
+  // reports only record where each record went.
+  bool in_txn = false;
 
   void fail(error e) {
     std::lock_guard l(failure_mu);
@@ -60,6 +65,14 @@ struct partition_reader {
   bool started = false;
   std::int64_t next = 0;
   std::deque<rd_kafka_message_t*> buffered;
+};
+
+// What kafka_log knows of a partition's end in fenced mode: the last stable offset it last
+// saw, and the offset after the last committed record below it (kafka_log.hpp).
+struct partition_tail {
+  std::mutex mu;
+  std::int64_t stable = -1;
+  std::int64_t visible = 0;
 };
 
 // How far ahead of its position a reader skips records instead of restarting.
@@ -80,6 +93,7 @@ struct kafka_log::impl {
   using clock = kafka_log_parts::clock;
   using inflight = kafka_log_parts::inflight;
   using partition_reader = kafka_log_parts::partition_reader;
+  using partition_tail = kafka_log_parts::partition_tail;
   kafka_log_options options;
   std::string where; // "kafka log topic T at B"
   // The producer also answers watermark queries: the consumer's connections are often
@@ -99,6 +113,29 @@ struct kafka_log::impl {
   std::atomic<bool> stopping{false};
   std::atomic<bool> closing{false};
   std::atomic<std::size_t> outstanding{0}; // appends not yet completed
+
+  // Fenced appends (kafka_log_txn.cpp). `fenced` is fixed at construction; so is
+  // `sparse`: offsets need not be dense (fenced, or options.read_transactions).
+  bool fenced = false;
+  bool sparse = false;
+  // Per partition: after the last record a transaction of this log committed there. Reads
+  // wait for the last stable offset to reach it (the markers follow the commit closely).
+  std::unique_ptr<std::atomic<std::int64_t>[]> committed_end;
+  std::thread txn_thread;
+  std::mutex txn_mu;
+  std::condition_variable txn_cv;         // appends waiting, or the thread must stop
+  std::condition_variable txn_reports_cv; // a transaction's last delivery report came
+  std::deque<inflight*> txn_waiting;
+  bool txn_stop = false;
+  std::vector<std::int64_t> written_end; // per partition, after the last committed record
+  std::atomic<std::uint64_t> transactions_committed{0};
+  std::atomic<std::uint64_t> appends_fenced{0};
+  // The end of each partition as readers see it (fenced mode), and the consumer that finds
+  // it (its own, so that it never moves a reader's position).
+  std::vector<std::unique_ptr<partition_tail>> tails;
+  rd_kafka_t* probe = nullptr;
+  rd_kafka_topic_t* probe_topic = nullptr;
+  std::mutex probe_mu;
 
   std::mutex status_mu;
   std::string last_broker_error;
@@ -131,6 +168,24 @@ struct kafka_log::impl {
   rd_kafka_resp_err_t high_watermark(std::int32_t partition, std::int64_t& high);
   // The reader's next fetched message: a buffered one, else one from librdkafka.
   rd_kafka_message_t* next_message(partition_reader& r, std::int32_t partition, int timeout_ms);
+
+  // --- fenced mode (kafka_log_txn.cpp) ---
+  void run_transactions();
+  // One transaction carrying `batch`; settles every append of it.
+  void transact(std::vector<inflight*>& batch);
+  // Completes a fenced append with `failure` (none: success) and frees it once every
+  // delivery report of its records came.
+  void settle(inflight* a, std::optional<error> failure, bool maybe_stored);
+  // init_transactions, asked again while it answers a retriable error, until `deadline`.
+  bool init_transactions(rd_kafka_t* rk, clock::time_point deadline, std::string& why);
+  // A fresh transactional producer in place of a failed one (transaction thread only).
+  void replace_transactional_producer();
+  // The offset after the last committed record of `partition` below `stable` (its last
+  // stable offset), found with the probe consumer and kept in tails[partition].
+  offset_result visible_end(std::int32_t partition, std::int64_t stable);
+  // The position of `rk`'s reader of `partition`: past the last record or transaction
+  // marker it consumed (RD_KAFKA_OFFSET_INVALID before any).
+  std::int64_t consumed_position(rd_kafka_t* rk, std::int32_t partition);
 
   static void on_delivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque);
   static void on_error(rd_kafka_t* rk, int err, const char* reason, void* opaque);
