@@ -4,6 +4,7 @@
 
 #include "actors/machine_rules.hpp"
 #include "base/utf8.hpp"
+#include "network/policy.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -47,7 +48,7 @@ sandbox_state initial_state(std::string sandbox_id) {
 
 // command_body lists the commands in command_kind order.
 static_assert(std::variant_size_v<command_body> ==
-              static_cast<std::size_t>(events::command_kind::redact_sandbox) + 1);
+              static_cast<std::size_t>(events::command_kind::close_connection) + 1);
 
 events::command_kind kind_of(const command_body& body) {
   return static_cast<events::command_kind>(body.index());
@@ -155,6 +156,68 @@ struct decider {
     return accept(events::redacted{x.reason});
   }
 
+  decision operator()(const cmd::set_network& x) const {
+    if (s.status == status::deleting)
+      return reject(conflict(s, "change its network"));
+    auto p = network::compile(x.network);
+    if (!p)
+      return reject(invalid(s, p.err().message));
+    return accept(events::network_changed{network::to_event(*p)});
+  }
+
+  decision operator()(const cmd::open_connection& x) const {
+    if (s.status != status::running)
+      return reject(conflict(s, "open a connection"));
+    const auto& d = x.destination;
+    bool dns = d.protocol == events::net_protocol::dns;
+    if (dns ? !x.connection_id.empty() : x.connection_id.empty())
+      return reject(invalid(s, dns ? "a DNS question takes no connection id"
+                                   : "a connection needs a connection id"));
+    if (!dns && std::find(s.connections_open.begin(), s.connections_open.end(), x.connection_id) !=
+                  s.connections_open.end())
+      return reject(invalid(s, "connection " + x.connection_id + " is already open"));
+    if (!dns && s.connections_open.size() >= k_max_open_connections)
+      return reject(events::make_error(
+        errc::resource_exhausted, "sandbox " + s.sandbox_id + " has " +
+                                    std::to_string(k_max_open_connections) +
+                                    " connections open, its most; close some before opening more"));
+    auto p = network::compile(s.spec.network);
+    network::verdict v;
+    if (!p) { // a policy logged by a newer version this one cannot read: deny
+      v.reason = p.err().message;
+    } else {
+      network::destination nd;
+      nd.protocol =
+        d.protocol == events::net_protocol::udp ? network::protocol::udp : network::protocol::tcp;
+      nd.name = d.name;
+      nd.port = d.port;
+      nd.name_resolves = d.name_resolves;
+      if (!dns) {
+        nd.address = network::parse_address(d.address);
+        auto k = network::address_class_named(d.address_class);
+        if (!nd.address || !k) {
+          v.reason =
+            "address '" + d.address + "' (" + d.address_class + ") is not one sandboxd dials";
+          return accept(events::connection_denied{d, v.reason});
+        }
+        nd.klass = *k;
+      }
+      v = network::evaluate(*p, nd);
+    }
+    if (!v.allowed)
+      return accept(events::connection_denied{d, v.reason});
+    if (dns)
+      return accept_nothing();
+    return accept(events::connection_opened{x.connection_id, d, v.rule});
+  }
+
+  decision operator()(const cmd::close_connection& x) const {
+    if (std::find(s.connections_open.begin(), s.connections_open.end(), x.closed.connection_id) ==
+        s.connections_open.end())
+      return accept_nothing(); // ended with the sandbox's processes, or closed before
+    return accept(x.closed);
+  }
+
   decision operator()(const cmd::set_timeout& x) const {
     if (s.status == status::deleting)
       return reject(conflict(s, "change its timeouts"));
@@ -188,6 +251,13 @@ struct decider {
       f.exit_code = -1;
       f.outcome = events::op_outcome::failed;
       f.failure = why;
+      out.add(std::move(f));
+    }
+    for (const auto& id : s.connections_open) {
+      events::connection_closed f;
+      f.connection_id = id;
+      f.outcome = events::op_outcome::failed;
+      f.error_message = why.message;
       out.add(std::move(f));
     }
     if (files)
@@ -300,6 +370,7 @@ void enter(sandbox_state& s, status next, time_point at) {
 
 void forget_execs(sandbox_state& s) {
   s.execs_in_flight.clear();
+  s.connections_open.clear();
 }
 
 struct evolver {
@@ -377,6 +448,17 @@ struct evolver {
     s.redacted = true;
     s.spec.labels.clear();
     s.spec.env.clear();
+  }
+  void operator()(const events::network_changed& p) const {
+    s.spec.network = p.network;
+    touch();
+  }
+  void operator()(const events::connection_opened& p) const {
+    s.connections_open.push_back(p.connection_id);
+  }
+  void operator()(const events::connection_denied&) const {}
+  void operator()(const events::connection_closed& p) const {
+    std::erase(s.connections_open, p.connection_id);
   }
   void operator()(const events::storage_sampled& p) const {
     s.writable_layer_bytes = p.writable_layer_bytes;

@@ -62,7 +62,8 @@ struct sandbox_state {
   sandbox_status status = sandbox_status::absent;
   std::uint64_t sequence = 0; // of the last event applied; 0 before `created`
 
-  events::created spec; // as created; spec.timeouts follows `timeout_changed`
+  events::created spec; // as created; spec.timeouts follows `timeout_changed`, spec.network
+                        // `network_changed`
   // The mode being applied (pausing), kept (paused) or restored from (resuming).
   events::pause_mode pause_mode = events::pause_mode::filesystem;
 
@@ -80,6 +81,10 @@ struct sandbox_state {
 
   // A `redacted` was applied (deleted only): spec.labels and spec.env are empty since.
   bool redacted = false;
+
+  // Connections opened (connection_opened) and not closed yet; spec.network follows
+  // network_changed. Cleared when processes end (paused fs, deleted, failed).
+  std::vector<std::string> connections_open;
 
   bool operator==(const sandbox_state&) const = default;
 };
@@ -177,7 +182,29 @@ struct redact {
   std::string reason;
 };
 
+// The sandbox's egress policy from now on (network/policy.hpp checks its rules; the API has
+// checked the tenant's ceiling).
+struct set_network {
+  events::network_policy network;
+};
+// An attempt to reach something from the sandbox, as sandboxd's proxy (tcp, udp) or resolver
+// (dns) saw it, decided with network::evaluate on the policy in the state: connection_opened
+// (the proxy then dials) or connection_denied; an allowed DNS question emits nothing. Only
+// while running. `connection_id` (tcp, udp): unique among the sandbox's open connections.
+struct open_connection {
+  std::string connection_id;
+  events::net_destination destination;
+};
+// An open connection ended (its bytes each way); a close for a connection the sandbox no
+// longer has open (a pause or delete ended it) is accepted with no event.
+struct close_connection {
+  events::connection_closed closed;
+};
+
 } // namespace cmd
+
+// The most connections one sandbox holds open at once.
+inline constexpr std::size_t k_max_open_connections = 1024;
 
 // In command_kind order (kind_of is the index).
 using command_body =
@@ -186,7 +213,8 @@ using command_body =
                cmd::runtime_paused, cmd::runtime_resumed, cmd::runtime_deleted, cmd::runtime_failed,
                cmd::exec_finished, cmd::storage_sampled, cmd::idle_timer, cmd::lifetime_timer,
                cmd::retention_timer, cmd::make_dir, cmd::remove_path, cmd::rename_path,
-               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact>;
+               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact,
+               cmd::set_network, cmd::open_connection, cmd::close_connection>;
 
 struct command {
   std::string tenant;    // of the caller; becomes the sandbox's tenant on create

@@ -80,6 +80,9 @@ void encode_state(const recovered_sandbox& r, std::string& out) {
     put_u64(out, static_cast<std::uint64_t>(o.kind));
   }
   put_u64(out, s.redacted ? 1 : 0);
+  put_u64(out, s.connections_open.size());
+  for (const auto& c : s.connections_open)
+    put_str(out, c);
 }
 
 std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
@@ -130,6 +133,13 @@ std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
   }
   if (in.ok && !in.in.empty())
     s.redacted = in.u64() != 0;
+  if (in.ok && !in.in.empty()) {
+    const auto conns = in.u64();
+    if (!in.ok || conns > in.in.size() / 8)
+      return std::nullopt;
+    for (std::uint64_t i = 0; i < conns && in.ok; ++i)
+      s.connections_open.push_back(in.str());
+  }
   if (!in.ok || !in.in.empty())
     return std::nullopt;
   return r;

@@ -50,6 +50,29 @@ json timeouts_json(const events::sandbox_timeouts& t) {
   return j;
 }
 
+json network_json(const events::network_policy& n) {
+  json j{{"network", n.mode == events::network_mode::full         ? std::string("all")
+                     : n.mode == events::network_mode::allow_list ? std::string("allowlist")
+                                                                  : events::to_string(n.mode)}};
+  if (!n.allowed_hosts.empty())
+    j["allow"] = n.allowed_hosts;
+  return j;
+}
+
+json destination_json(const events::net_destination& d) {
+  json j{{"protocol", events::to_string(d.protocol)}};
+  if (!d.name.empty()) {
+    j["name"] = d.name;
+    j["name_from"] = events::to_string(d.source);
+  }
+  if (!d.address.empty()) {
+    j["address"] = d.address;
+    j["port"] = d.port;
+    j["address_class"] = d.address_class;
+  }
+  return j;
+}
+
 struct payload_fields {
   json operator()(const events::unknown& p) const { return json{{"ordinal", p.ordinal}}; }
   json operator()(const events::created& p) const {
@@ -61,7 +84,7 @@ struct payload_fields {
     j["pids"] = p.limits.pids;
     if (p.limits.disk_mib)
       j["disk_mib"] = p.limits.disk_mib;
-    j["network"] = events::to_string(p.network.mode);
+    j.update(network_json(p.network));
     for (const auto& l : p.labels)
       j["labels"][l.key] = l.value;
     if (!p.env.empty())
@@ -170,6 +193,30 @@ struct payload_fields {
     return json{{"exec_id", p.exec_id}, {"signal", p.signal}};
   }
   json operator()(const events::redacted& p) const { return json{{"reason", p.reason}}; }
+  json operator()(const events::network_changed& p) const { return network_json(p.network); }
+  json operator()(const events::connection_opened& p) const {
+    json j = destination_json(p.destination);
+    j["connection_id"] = p.connection_id;
+    j["rule"] = p.rule;
+    return j;
+  }
+  json operator()(const events::connection_denied& p) const {
+    json j = destination_json(p.destination);
+    j["reason"] = p.reason;
+    if (p.repeats)
+      j["repeats"] = p.repeats;
+    return j;
+  }
+  json operator()(const events::connection_closed& p) const {
+    json j{{"connection_id", p.connection_id},
+           {"bytes_out", p.bytes_out},
+           {"bytes_in", p.bytes_in},
+           {"duration_seconds", seconds_json(p.duration)},
+           {"outcome", events::to_string(p.outcome)}};
+    if (!p.error_message.empty())
+      j["message"] = p.error_message;
+    return j;
+  }
 };
 
 std::string scalar_text(const json& v) {

@@ -89,6 +89,22 @@ std::vector<std::string> get_texts(capnp::List<capnp::Text>::Reader l) {
   return v;
 }
 
+network_policy get_network(s::NetworkPolicy::Reader n) {
+  return {open_enum<network_mode>(n.getMode()), get_texts(n.getAllowedHosts())};
+}
+
+net_destination get_destination(s::Destination::Reader d) {
+  net_destination out;
+  out.protocol = open_enum<net_protocol>(d.getProtocol());
+  out.name = str(d.getName());
+  out.source = open_enum<name_source>(d.getNameSource());
+  out.address = str(d.getAddress());
+  out.port = d.getPort();
+  out.address_class = str(d.getAddressClass());
+  out.name_resolves = d.getNameResolves();
+  return out;
+}
+
 // Fills `out` (a default payload) in place: the payload is never moved.
 void read_payload(s::Event::Payload::Reader r, payload& out) {
   using W = s::Event::Payload;
@@ -100,9 +116,7 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     auto l = c.getLimits();
     p.limits = {l.getMemoryMib(), l.getCpuMillicores(), l.getPids(), l.getDiskMib()};
     p.timeouts = get_timeouts(c.getTimeouts());
-    auto n = c.getNetwork();
-    p.network.mode = open_enum<network_mode>(n.getMode());
-    p.network.allowed_hosts = get_texts(n.getAllowedHosts());
+    p.network = get_network(c.getNetwork());
     auto ls = c.getLabels();
     p.labels.reserve(ls.size());
     for (auto lb : ls)
@@ -226,6 +240,32 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
   case W::REDACTED:
     out = redacted{str(r.getRedacted().getReason())};
     return;
+  case W::NETWORK_CHANGED:
+    out = network_changed{get_network(r.getNetworkChanged().getNetwork())};
+    return;
+  case W::CONNECTION_OPENED: {
+    auto c = r.getConnectionOpened();
+    out = connection_opened{str(c.getConnectionId()), get_destination(c.getDestination()),
+                            str(c.getRule())};
+    return;
+  }
+  case W::CONNECTION_DENIED: {
+    auto c = r.getConnectionDenied();
+    out =
+      connection_denied{get_destination(c.getDestination()), str(c.getReason()), c.getRepeats()};
+    return;
+  }
+  case W::CONNECTION_CLOSED: {
+    auto c = r.getConnectionClosed();
+    auto& p = out.emplace<connection_closed>();
+    p.connection_id = str(c.getConnectionId());
+    p.bytes_out = c.getBytesOut();
+    p.bytes_in = c.getBytesIn();
+    p.duration = nanoseconds(c.getDurationNs());
+    p.outcome = open_enum<op_outcome>(c.getOutcome());
+    p.error_message = str(c.getErrorMessage());
+    return;
+  }
   case W::STORAGE_SAMPLED:
     out = storage_sampled{r.getStorageSampled().getWritableLayerBytes()};
     return;

@@ -74,6 +74,22 @@ void put_texts(capnp::List<capnp::Text>::Builder b, const std::vector<std::strin
     b.set(i, text(v[i]));
 }
 
+void put_network(s::NetworkPolicy::Builder n, const network_policy& p) {
+  n.setMode(as<s::NetworkPolicy::Mode>(p.mode));
+  if (!p.allowed_hosts.empty())
+    put_texts(n.initAllowedHosts(p.allowed_hosts.size()), p.allowed_hosts);
+}
+
+void put_destination(s::Destination::Builder b, const net_destination& d) {
+  b.setProtocol(as<s::NetProtocol>(d.protocol));
+  b.setName(text(d.name));
+  b.setNameSource(as<s::NameSource>(d.source));
+  b.setAddress(text(d.address));
+  b.setPort(d.port);
+  b.setAddressClass(text(d.address_class));
+  b.setNameResolves(d.name_resolves);
+}
+
 struct payload_writer {
   mutable s::Event::Payload::Builder b;
 
@@ -89,10 +105,7 @@ struct payload_writer {
     l.setPids(p.limits.pids);
     l.setDiskMib(p.limits.disk_mib);
     put_timeouts(c.initTimeouts(), p.timeouts);
-    auto n = c.initNetwork();
-    n.setMode(as<s::NetworkPolicy::Mode>(p.network.mode));
-    if (!p.network.allowed_hosts.empty())
-      put_texts(n.initAllowedHosts(p.network.allowed_hosts.size()), p.network.allowed_hosts);
+    put_network(c.initNetwork(), p.network);
     if (!p.labels.empty()) {
       auto ls = c.initLabels(p.labels.size());
       for (unsigned i = 0; i < p.labels.size(); ++i) {
@@ -197,6 +210,30 @@ struct payload_writer {
     c.setSignal(p.signal);
   }
   void operator()(const redacted& p) const { b.initRedacted().setReason(text(p.reason)); }
+  void operator()(const network_changed& p) const {
+    put_network(b.initNetworkChanged().initNetwork(), p.network);
+  }
+  void operator()(const connection_opened& p) const {
+    auto c = b.initConnectionOpened();
+    c.setConnectionId(text(p.connection_id));
+    put_destination(c.initDestination(), p.destination);
+    c.setRule(text(p.rule));
+  }
+  void operator()(const connection_denied& p) const {
+    auto c = b.initConnectionDenied();
+    put_destination(c.initDestination(), p.destination);
+    c.setReason(text(p.reason));
+    c.setRepeats(p.repeats);
+  }
+  void operator()(const connection_closed& p) const {
+    auto c = b.initConnectionClosed();
+    c.setConnectionId(text(p.connection_id));
+    c.setBytesOut(p.bytes_out);
+    c.setBytesIn(p.bytes_in);
+    c.setDurationNs(p.duration.count());
+    c.setOutcome(as<s::OpOutcome>(p.outcome));
+    c.setErrorMessage(text(p.error_message));
+  }
   void operator()(const storage_sampled& p) const {
     b.initStorageSampled().setWritableLayerBytes(p.writable_layer_bytes);
   }

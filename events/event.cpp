@@ -57,13 +57,13 @@ std::string to_string(runtime_step v) {
 }
 
 std::string to_string(command_kind v) {
-  static constexpr std::array<std::string_view, 27> names{
+  static constexpr std::array<std::string_view, 30> names{
     "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox",  "exec",
     "read_file",       "write_file",      "set_timeout",     "snapshot",        "runtime_started",
     "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed",  "exec_finished",
     "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer", "make_dir",
     "remove_path",     "rename_path",     "list_dir",        "stat_path",       "kill_exec",
-    "timeout_timer",   "redact_sandbox"};
+    "timeout_timer",   "redact_sandbox",  "set_network",     "open_connection", "close_connection"};
   return name_of(v, names, "command_kind");
 }
 
@@ -80,6 +80,17 @@ std::string to_string(file_op_kind v) {
 std::string to_string(file_read_kind v) {
   static constexpr std::array<std::string_view, 3> names{"read", "list", "stat"};
   return name_of(v, names, "file_read_kind");
+}
+
+std::string to_string(net_protocol v) {
+  static constexpr std::array<std::string_view, 3> names{"tcp", "udp", "dns"};
+  return name_of(v, names, "net_protocol");
+}
+
+std::string to_string(name_source v) {
+  static constexpr std::array<std::string_view, 5> names{"none", "tls_sni", "http_host", "connect",
+                                                         "dns_question"};
+  return name_of(v, names, "name_source");
 }
 
 namespace {
@@ -108,7 +119,11 @@ constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_n
   "file_op_requested",
   "file_op_finished",
   "exec_kill_requested",
-  "redacted"};
+  "redacted",
+  "network_changed",
+  "connection_opened",
+  "connection_denied",
+  "connection_closed"};
 
 } // namespace
 

@@ -83,6 +83,9 @@ enum class command_kind : std::uint16_t {
   kill_exec = 24,
   timeout_timer = 25,
   redact_sandbox = 26,
+  set_network = 27,
+  open_connection = 28,
+  close_connection = 29,
 };
 // How an operation that reached the runtime ended.
 enum class op_outcome : std::uint16_t {
@@ -92,6 +95,15 @@ enum class op_outcome : std::uint16_t {
 };
 enum class file_op_kind : std::uint16_t { write = 0, make_dir = 1, remove = 2, rename = 3 };
 enum class file_read_kind : std::uint16_t { read = 0, list = 1, stat = 2 };
+enum class net_protocol : std::uint16_t { tcp = 0, udp = 1, dns = 2 };
+// Where the name of a destination came from.
+enum class name_source : std::uint16_t {
+  none = 0, // the sandbox dialled an address and named nothing
+  tls_sni = 1,
+  http_host = 2,
+  connect = 3,
+  dns_question = 4,
+};
 
 std::string to_string(pause_mode v);
 std::string to_string(pause_reason v);
@@ -104,6 +116,8 @@ std::string to_string(command_kind v);
 std::string to_string(op_outcome v);
 std::string to_string(file_op_kind v);
 std::string to_string(file_read_kind v);
+std::string to_string(net_protocol v);
+std::string to_string(name_source v);
 
 using sandboxd::sha256_digest;
 
@@ -286,6 +300,51 @@ struct redacted {
   bool operator==(const redacted&) const = default;
 };
 
+// The sandbox's egress policy from now on (docs/network.md).
+struct network_changed {
+  network_policy network;
+  bool operator==(const network_changed&) const = default;
+};
+
+// What a sandbox tried to reach, as sandboxd's egress proxy or resolver saw it.
+struct net_destination {
+  net_protocol protocol = net_protocol::tcp;
+  std::string name; // lower-case, no trailing dot; "" when only an address
+  name_source source = name_source::none;
+  std::string address; // dialled or to be dialled; "" for a DNS question
+  std::uint16_t port = 0;
+  std::string address_class;  // "public", "private", "link-local", "node", "sandbox", ...
+  bool name_resolves = false; // sandboxd's resolver answered `address` for `name`
+  bool operator==(const net_destination&) const = default;
+};
+
+// Allowed by the policy in force; logged before the proxy dials the destination.
+struct connection_opened {
+  std::string connection_id; // unique per sandbox; connection_closed names it
+  net_destination destination;
+  std::string rule; // the rule that allowed it, or "all"
+  bool operator==(const connection_opened&) const = default;
+};
+
+struct connection_denied {
+  net_destination destination;
+  std::string reason;
+  std::uint32_t repeats = 0; // more denials of the same destination folded into this one
+  bool operator==(const connection_denied&) const = default;
+};
+
+struct connection_closed {
+  std::string connection_id;
+  std::uint64_t bytes_out = 0; // sandbox -> destination
+  std::uint64_t bytes_in = 0;  // destination -> sandbox
+  nanoseconds duration{0};
+  // completed; failed (the destination could not be reached: error_message); interrupted
+  // (sandboxd stopped meanwhile: the bytes counted until then)
+  op_outcome outcome = op_outcome::completed;
+  std::string error_message;
+  bool operator==(const connection_closed&) const = default;
+};
+
 struct storage_sampled {
   std::uint64_t writable_layer_bytes = 0;
   bool operator==(const storage_sampled&) const = default;
@@ -311,7 +370,7 @@ struct command_rejected {
 
 // A payload written by a newer version: `ordinal` is its union discriminant (the position in
 // the schema's payload union: 0 is created, 16 command_rejected, 19 exec_kill_requested, 20
-// redacted, 21 the first newer one).
+// redacted, 24 connection_closed, 25 the first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;
@@ -321,7 +380,8 @@ using payload =
   std::variant<unknown, created, started, pause_requested, paused, resume_requested, resumed,
                delete_requested, deleted, failed, exec_started, exec_finished, file_written,
                file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected,
-               file_op_requested, file_op_finished, exec_kill_requested, redacted>;
+               file_op_requested, file_op_finished, exec_kill_requested, redacted, network_changed,
+               connection_opened, connection_denied, connection_closed>;
 
 // The payload's name in snake_case, as docs/state-machine.md and the golden files use it:
 // "created", "pause_requested", ..., "unknown".

@@ -53,9 +53,11 @@ const std::vector<std::string>& private_detail_actions() {
     // accepted operations and their outcomes
     "exec_started", "exec_finished", "exec_kill_requested", "file_written", "file_read",
     "file_op_requested", "file_op_finished",
+    // where the sandbox connected to (names and addresses) and the policy that allowed it
+    "network_changed", "connection_opened", "connection_denied", "connection_closed",
     // rejected commands whose message may quote what was asked
     "create_sandbox", "exec", "read_file", "write_file", "make_dir", "remove_path", "rename_path",
-    "list_dir", "stat_path", "kill_exec"};
+    "list_dir", "stat_path", "kill_exec", "set_network", "open_connection"};
   return actions;
 }
 

@@ -22,6 +22,16 @@ std::string join(const std::vector<std::string>& v) {
   return out;
 }
 
+std::string destination_of(const events::net_destination& d) {
+  std::string out = events::to_string(d.protocol) + " " + d.name;
+  if (!d.address.empty()) {
+    bool v6 = d.address.find(':') != std::string::npos;
+    std::string where = (v6 ? "[" + d.address + "]" : d.address) + ":" + std::to_string(d.port);
+    out += d.name.empty() ? where : " (" + where + ")";
+  }
+  return out;
+}
+
 std::string detail_of(const events::payload& p) {
   using namespace events;
   return std::visit(
@@ -69,6 +79,20 @@ std::string detail_of(const events::payload& p) {
         return v.message;
       else if constexpr (std::is_same_v<T, redacted>)
         return v.reason;
+      else if constexpr (std::is_same_v<T, network_changed>)
+        return (v.network.mode == network_mode::full ? std::string("all")
+                                                     : to_string(v.network.mode)) +
+               (v.network.allowed_hosts.empty() ? "" : ": " + join(v.network.allowed_hosts));
+      else if constexpr (std::is_same_v<T, connection_opened>)
+        return v.connection_id + ": " + destination_of(v.destination) + " by rule " + v.rule;
+      else if constexpr (std::is_same_v<T, connection_denied>)
+        return v.reason +
+               (v.repeats > 0 ? " (and " + std::to_string(v.repeats) + " more like it)" : "");
+      else if constexpr (std::is_same_v<T, connection_closed>)
+        return v.connection_id + ": " + std::to_string(v.bytes_out) + " bytes out, " +
+               std::to_string(v.bytes_in) + " bytes in" +
+               (v.outcome == op_outcome::completed ? "" : ", " + to_string(v.outcome)) +
+               (v.error_message.empty() ? "" : ": " + v.error_message);
       else if constexpr (std::is_same_v<T, unknown>)
         return "payload ordinal " + std::to_string(v.ordinal);
       else
@@ -98,6 +122,11 @@ std::optional<std::string> failure_of(const events::payload& p) {
     return of(x->outcome, x->failure);
   if (const auto* x = std::get_if<file_read>(&p))
     return of(op_outcome::completed, x->failure);
+  if (std::holds_alternative<connection_denied>(p))
+    return to_string(errc::permission_denied); // the policy refused it
+  if (const auto* x = std::get_if<connection_closed>(&p))
+    return x->outcome == op_outcome::completed ? std::nullopt
+                                               : std::optional<std::string>(to_string(x->outcome));
   return std::nullopt;
 }
 

@@ -46,6 +46,10 @@ struct Event {
     fileOpFinished @26 :FileOpFinished;
     execKillRequested @27 :ExecKillRequested;
     redacted @28 :Redacted;
+    networkChanged @29 :NetworkChanged;
+    connectionOpened @30 :ConnectionOpened;
+    connectionDenied @31 :ConnectionDenied;
+    connectionClosed @32 :ConnectionClosed;
   }
 }
 
@@ -130,6 +134,9 @@ enum CommandKind {
   killExec @24;
   timeoutTimer @25;
   redactSandbox @26;
+  setNetwork @27;
+  openConnection @28;
+  closeConnection @29;
 }
 
 enum OpOutcome {
@@ -168,12 +175,16 @@ struct Limits {
 }
 
 struct NetworkPolicy {
+  # docs/network.md. Whatever the mode, link-local (metadata), loopback, multicast and
+  # reserved addresses, the node's own and other sandboxes' are never reachable, and a
+  # private address only through an address-block rule that covers it.
   mode @0 :Mode;
-  allowedHosts @1 :List(Text);   # only for mode allowList
+  allowedHosts @1 :List(Text);   # the rules, each in the canonical text of network/rule.hpp:
+                                 # [udp://]NAME|*.NAME|CIDR|ADDRESS[:PORTS]; none in mode none
   enum Mode {
     none @0;        # loopback only
-    full @1;
-    allowList @2;
+    full @1;        # "all": every public address, and what a rule allows besides
+    allowList @2;   # only what a rule allows
   }
 }
 
@@ -327,4 +338,60 @@ struct Redacted {
   # lines, operation messages) were removed from the read models (docs/audit-log.md). The
   # log keeps its events; only the read models forget.
   reason @0 :Text;               # why, as the operator gave it (a ticket, a request id)
+}
+
+struct NetworkChanged {
+  # The sandbox's egress policy from now on (the whole policy); connections open under the
+  # old one run on, new ones are decided by this one.
+  network @0 :NetworkPolicy;
+}
+
+enum NetProtocol {
+  tcp @0;
+  udp @1;
+  dns @2;          # a question to sandboxd's resolver (no address is dialled)
+}
+
+enum NameSource {
+  # Where the name of a destination came from.
+  none @0;         # the sandbox dialled an address and named nothing
+  tlsSni @1;       # the TLS ClientHello's server name
+  httpHost @2;     # the HTTP request's Host (or its absolute URI)
+  connect @3;      # an HTTP CONNECT target
+  dnsQuestion @4;  # a DNS question
+}
+
+struct Destination {
+  # What a sandbox tried to reach, as sandboxd's egress proxy or resolver saw it.
+  protocol @0 :NetProtocol;
+  name @1 :Text;                 # lower-case, no trailing dot; "" when only an address
+  nameSource @2 :NameSource;
+  address @3 :Text;              # the address dialled or to be dialled; "" for dns
+  port @4 :UInt16;
+  addressClass @5 :Text;         # "public", "private", "link-local", "node", "sandbox", ...
+  nameResolves @6 :Bool;         # sandboxd's resolver answered `address` for `name`
+}
+
+struct ConnectionOpened {
+  # Allowed by the policy in force; logged before the proxy dials the destination.
+  connectionId @0 :Text;         # unique per sandbox; ConnectionClosed names it
+  destination @1 :Destination;
+  rule @2 :Text;                 # the rule that allowed it, or "all" (mode all)
+}
+
+struct ConnectionDenied {
+  destination @0 :Destination;
+  reason @1 :Text;               # why, and what would allow it
+  repeats @2 :UInt32;            # more denials of the same destination folded into this one
+}
+
+struct ConnectionClosed {
+  connectionId @0 :Text;
+  bytesOut @1 :UInt64;           # from the sandbox to the destination (payload bytes)
+  bytesIn @2 :UInt64;            # from the destination to the sandbox
+  durationNs @3 :Int64;
+  outcome @4 :OpOutcome;         # completed; failed (the destination could not be reached:
+                                 # errorMessage); interrupted (sandboxd stopped meanwhile: the
+                                 # bytes are those counted until then)
+  errorMessage @5 :Text;
 }

@@ -29,6 +29,20 @@ inline events::created canonical_spec(std::string client_request_id = "req-1") {
   return spec;
 }
 
+// A TCP connection to pypi.org (allowed by canonical_spec's policy) at an address the
+// resolver gave for it.
+inline events::net_destination allowed_destination() {
+  events::net_destination d;
+  d.protocol = events::net_protocol::tcp;
+  d.name = "pypi.org";
+  d.source = events::name_source::tls_sni;
+  d.address = "198.51.100.7";
+  d.port = 443;
+  d.address_class = "public";
+  d.name_resolves = true;
+  return d;
+}
+
 inline command make_command(command_body body) {
   return command{k_tenant, "alice@acme", "corr-1", "cause-1", std::move(body)};
 }

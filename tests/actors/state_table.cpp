@@ -2,6 +2,7 @@
 #include "tests/actors/state_table.hpp"
 
 #include "base/utf8.hpp"
+#include "network/policy.hpp"
 
 #include <cstdlib>
 #include <fstream>
@@ -153,6 +154,39 @@ bool has_exec(const sandbox_state& s, const std::string& id) {
   return false;
 }
 
+bool has_connection(const sandbox_state& s, const std::string& id) {
+  for (const auto& c : s.connections_open)
+    if (c == id)
+      return true;
+  return false;
+}
+
+std::string connection_input(const sandbox_state& s, const cmd::open_connection& x) {
+  const auto& d = x.destination;
+  bool dns = d.protocol == events::net_protocol::dns;
+  if (dns != x.connection_id.empty() || (!dns && has_connection(s, x.connection_id)))
+    return "open_connection_invalid";
+  auto p = network::compile(s.spec.network);
+  if (!p)
+    return "open_connection_denied";
+  network::destination nd;
+  nd.protocol =
+    d.protocol == events::net_protocol::udp ? network::protocol::udp : network::protocol::tcp;
+  nd.name = d.name;
+  nd.port = d.port;
+  nd.name_resolves = d.name_resolves;
+  if (!dns) {
+    nd.address = network::parse_address(d.address);
+    auto k = network::address_class_named(d.address_class);
+    if (!nd.address || !k)
+      return "open_connection_denied";
+    nd.klass = *k;
+  }
+  if (!network::evaluate(*p, nd).allowed)
+    return "open_connection_denied";
+  return dns ? "dns_allowed" : "open_connection";
+}
+
 template <class... F>
 struct overloaded : F... {
   using F::operator()...;
@@ -294,6 +328,14 @@ std::string input_of(const sandbox_state& s, const command_body& c, time_point n
                                                            : "lifetime_timer_early";
       },
       [&](const cmd::redact&) -> std::string { return s.redacted ? "redact_repeated" : "redact"; },
+      [&](const cmd::set_network& x) -> std::string {
+        return network::compile(x.network) ? "set_network" : "set_network_invalid";
+      },
+      [&](const cmd::open_connection& x) -> std::string { return connection_input(s, x); },
+      [&](const cmd::close_connection& x) -> std::string {
+        return has_connection(s, x.closed.connection_id) ? "close_connection"
+                                                         : "close_connection_unknown";
+      },
       [&](const cmd::retention_timer&) -> std::string {
         bool applies = s.status == sandbox_status::paused && t.paused_retention.count() > 0;
         return due(applies, s.status_since + t.paused_retention) ? "retention_timer"
@@ -325,7 +367,8 @@ std::string mismatch(const cell& expected, const decision& d, const sandbox_stat
         (expected.event_names[0] == "paused" || expected.event_names[0] == "deleted" ||
          expected.event_names[0] == "failed"))
       while (names.size() > expected.event_names.size() &&
-             (names[0] == "exec_finished" || names[0] == "file_op_finished"))
+             (names[0] == "exec_finished" || names[0] == "file_op_finished" ||
+              names[0] == "connection_closed"))
         names.erase(names.begin());
     got += " → " + column_of(after);
     if (expected.what == cell::kind::events && names == expected.event_names &&

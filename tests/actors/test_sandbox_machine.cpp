@@ -142,6 +142,53 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
        c.redacted = true;
        return c;
      }},
+    {"set_network",
+     [](auto&) {
+       return C{
+         cmd::set_network{{events::network_mode::allow_list, {"pypi.org", "*.github.com:443"}}}};
+     }},
+    {"set_network_invalid",
+     [](auto&) {
+       return C{cmd::set_network{{events::network_mode::allow_list, {"not a rule"}}}};
+     }},
+    {"open_connection",
+     [](auto&) {
+       return C{cmd::open_connection{"conn-2", allowed_destination()}};
+     }},
+    {"open_connection_denied",
+     [](auto&) {
+       auto d = allowed_destination();
+       d.name = "evil.example";
+       return C{cmd::open_connection{"conn-2", d}};
+     }},
+    {"open_connection_invalid",
+     [](auto&) {
+       return C{cmd::open_connection{"", allowed_destination()}};
+     }},
+    {"dns_allowed",
+     [](auto&) {
+       events::net_destination d;
+       d.protocol = events::net_protocol::dns;
+       d.name = "pypi.org";
+       d.source = events::name_source::dns_question;
+       return C{cmd::open_connection{"", d}};
+     }},
+    {"close_connection",
+     [](const sandbox_state& s) {
+       events::connection_closed f;
+       f.connection_id = s.connections_open.empty() ? "conn-1" : s.connections_open.front();
+       f.bytes_out = 10;
+       f.bytes_in = 20;
+       C c{cmd::close_connection{f}};
+       c.needs_exec = true;
+       return c;
+     }},
+    {"close_connection_unknown",
+     [](auto&) {
+       events::connection_closed f;
+       f.connection_id = "conn-9";
+       return C{cmd::close_connection{f}};
+     }},
     {"runtime_started", [](auto&) { return C{cmd::runtime_started{}}; }},
     {"runtime_paused", [](auto&) { return C{cmd::runtime_paused{4096}}; }},
     {"runtime_resumed", [](auto&) { return C{cmd::runtime_resumed{}}; }},
@@ -203,6 +250,7 @@ machine_sim build(const std::string& column, bool with_exec) {
     if (with_exec) {
       must(sim, cmd::exec{"exec-1", {"sleep", "100"}, "/", 0s});
       must(sim, cmd::write_file{intent("op-1", events::file_op_kind::write, "/a"), {}});
+      must(sim, cmd::open_connection{"conn-1", allowed_destination()});
     }
   }
   if (column == "failed") {

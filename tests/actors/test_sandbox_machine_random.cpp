@@ -34,6 +34,12 @@ public:
     if (!s.execs_in_flight.empty() && chance(0.1))
       return cmd::exec_finished{
         s.execs_in_flight[pick(s.execs_in_flight.size())], 0, 0, 1s, 1, 1, false};
+    if (!s.connections_open.empty() && chance(0.05)) {
+      events::connection_closed f;
+      f.connection_id = s.connections_open[pick(s.connections_open.size())];
+      f.bytes_in = pick(1 << 20);
+      return cmd::close_connection{f};
+    }
     if (s.status == sandbox_status::deleted && chance(0.2))
       return cmd::redact{"privacy request"}; // the one command a deleted sandbox takes
     if (!s.file_ops_in_flight.empty() && chance(0.05)) {
@@ -53,7 +59,7 @@ public:
       default:
         return cmd::exec{one_of<std::string>({"x1", "x2", "x3"}), {"ls"}, "/", 5s};
       }
-    switch (pick(26)) {
+    switch (pick(29)) {
     case 0:
       return create();
     case 1:
@@ -113,6 +119,27 @@ public:
                   ? s.file_ops_in_flight[pick(s.file_ops_in_flight.size())].op_id
                   : "op-unknown";
       return cmd::rename_path{{}, f};
+    }
+    case 26:
+      return cmd::set_network{{events::network_mode::allow_list,
+                               {chance(0.2) ? "not a rule" : "pypi.org", "*.github.com"}}};
+    case 27: {
+      auto d = allowed_destination();
+      if (chance(0.2))
+        d.name = "evil.example";
+      if (chance(0.15)) {
+        d.protocol = events::net_protocol::dns;
+        d.address.clear();
+        return cmd::open_connection{"", d};
+      }
+      return cmd::open_connection{chance(0.1) ? "" : one_of<std::string>({"c1", "c2", "c3"}), d};
+    }
+    case 28: {
+      events::connection_closed f;
+      f.connection_id = !s.connections_open.empty() && chance(0.7)
+                          ? s.connections_open[pick(s.connections_open.size())]
+                          : "c9";
+      return cmd::close_connection{f};
     }
     default:
       return cmd::retention_timer{};

@@ -70,6 +70,17 @@ inline std::vector<event> samples() {
                      error{errc::resource_exhausted, "disk limit of 512 MiB reached"}, 77, digest},
     exec_kill_requested{"exec-2", 15},
     redacted{"privacy request PR-7"},
+    network_changed{{network_mode::full, {"10.1.0.0/16:5432", "udp://198.51.100.53:53"}}},
+    connection_opened{"conn-4",
+                      {net_protocol::tcp, "api.github.com", name_source::tls_sni, "198.51.100.7",
+                       443, "public", true},
+                      "*.github.com:443"},
+    connection_denied{
+      {net_protocol::dns, "aGVsbG8.tunnel.example", name_source::dns_question, "", 0, "", false},
+      "name aGVsbG8.tunnel.example is not in the sandbox's allow list",
+      41},
+    connection_closed{"conn-4", 1'234'567, 104'857'600, 2'500'000'000ns, op_outcome::failed,
+                      "connection reset by 198.51.100.7:443"},
   };
   std::vector<event> out;
   std::uint64_t seq = 1;

@@ -97,6 +97,16 @@ std::vector<events::event> every_kind() {
   timeout_changed t;
   t.timeouts.idle_timeout = 15min;
   s.add(t);
+  s.add(network_changed{{network_mode::allow_list, {"pypi.org"}}});
+  net_destination to{net_protocol::tcp, "pypi.org", name_source::tls_sni, "198.51.100.7", 443,
+                     "public",          true};
+  s.add(connection_opened{"c1", to, "pypi.org"}, "system");
+  to.name = "evil.example";
+  s.add(connection_denied{to, "evil.example is not in the sandbox's allow list"}, "system");
+  connection_closed closed;
+  closed.connection_id = "c1";
+  closed.bytes_in = 1 << 20;
+  s.add(closed, "system");
   s.after(1h).pause(pause_mode::memory, 3 * gib);
   s.after(1h).rejected(command_kind::exec, errc::conflict,
                        "sandbox sb-all is paused; resume it before exec");
@@ -114,7 +124,7 @@ BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::
 
 BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixture) {
   const auto stream = every_kind();
-  BOOST_TEST_REQUIRE(stream.size() == 22u);
+  BOOST_TEST_REQUIRE(stream.size() == 26u);
   std::set<std::string_view> kinds;
   for (const auto& e : stream)
     kinds.insert(events::type_name(e.body));
