@@ -44,7 +44,17 @@ ac::recovered_sandbox busy_sandbox() {
   ac::recovered_sandbox r;
   r.state = s;
   r.offsets = {3, 4, 9, 10};
+  // A failed sandbox has none open; the codec keeps whatever the state holds.
+  r.state.connections_open = {"conn-1"};
   return r;
+}
+
+// The bytes the newest field (the open connections) adds at the end.
+std::size_t connections_trailer(const ac::recovered_sandbox& r) {
+  std::size_t n = 8;
+  for (const auto& c : r.state.connections_open)
+    n += 8 + c.size();
+  return n;
 }
 
 } // namespace
@@ -64,12 +74,15 @@ BOOST_AUTO_TEST_CASE(a_state_written_before_the_file_ops_field_still_decodes) {
   BOOST_REQUIRE_EQUAL(r.state.file_ops_in_flight.size(), 1u);
   std::string bytes;
   ac::encode_state(r, bytes);
-  // The older format ends after the offsets: drop the trailer (count, id, kind; redacted).
-  const auto trailer = 8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8 + 8;
+  // The older format ends after the offsets: drop the trailer (count, id, kind; redacted;
+  // connections).
+  const auto trailer =
+    8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8 + 8 + connections_trailer(r);
   auto back = ac::decode_state(std::string_view(bytes).substr(0, bytes.size() - trailer));
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST(back->state.file_ops_in_flight.empty());
   r.state.file_ops_in_flight.clear();
+  r.state.connections_open.clear();
   BOOST_TEST((*back == r));
 }
 
@@ -83,20 +96,38 @@ BOOST_AUTO_TEST_CASE(a_redacted_state_survives_and_one_written_before_the_field_
   BOOST_TEST(back->state.redacted);
   BOOST_TEST((*back == r));
   // The format before the field ends after the file ops.
-  auto older = ac::decode_state(std::string_view(bytes).substr(0, bytes.size() - 8));
+  auto older =
+    ac::decode_state(std::string_view(bytes).substr(0, bytes.size() - 8 - connections_trailer(r)));
   BOOST_REQUIRE(older.has_value());
   BOOST_TEST(!older->state.redacted);
+}
+
+BOOST_AUTO_TEST_CASE(open_connections_survive_and_a_state_written_before_them_has_none) {
+  auto r = busy_sandbox();
+  r.state.connections_open = {"conn-1", "conn-2"};
+  std::string bytes;
+  ac::encode_state(r, bytes);
+  auto back = ac::decode_state(bytes);
+  BOOST_REQUIRE(back.has_value());
+  BOOST_TEST((back->state.connections_open == std::vector<std::string>{"conn-1", "conn-2"}));
+  auto older =
+    ac::decode_state(std::string_view(bytes).substr(0, bytes.size() - connections_trailer(r)));
+  BOOST_REQUIRE(older.has_value());
+  BOOST_TEST(older->state.connections_open.empty());
+  BOOST_TEST(older->state.redacted == r.state.redacted);
 }
 
 BOOST_AUTO_TEST_CASE(truncated_or_damaged_bytes_do_not_decode) {
   auto r = busy_sandbox();
   std::string bytes;
   ac::encode_state(r, bytes);
-  const auto oldest_format =
-    bytes.size() - (8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8 + 8);
-  const auto older_format = bytes.size() - 8; // before `redacted`
+  const auto before_connections = bytes.size() - connections_trailer(r);
+  const auto before_redacted = before_connections - 8;
+  const auto before_file_ops =
+    before_redacted - (8 + 8 + r.state.file_ops_in_flight[0].op_id.size() + 8);
   for (std::size_t cut = 0; cut < bytes.size(); cut += 1)
-    if (cut != oldest_format && cut != older_format) // complete states of older formats
+    if (cut != before_file_ops && cut != before_redacted &&
+        cut != before_connections) // complete states of older formats
       BOOST_TEST(!ac::decode_state(std::string_view(bytes).substr(0, cut)).has_value());
   bytes[16] = '\x7f'; // the tenant's length
   BOOST_TEST(!ac::decode_state(bytes).has_value());

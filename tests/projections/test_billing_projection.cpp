@@ -56,17 +56,19 @@ struct fixture {
 };
 
 // sb-all (tenant acme), 2 GiB of memory, starting at t0 + 17 min = T, every event kind:
-//   seq  1 created (2048 MiB)      T          seq 12 timeout_changed          T+2h
-//   seq  2 started                 T          seq 13 pause_requested (memory) T+3h
-//   seq  3 storage_sampled 1 GiB   T          seq 14 paused (memory, 3 GiB)   T+3h
-//   seq  4 exec_started            T+1h       seq 15 command_rejected (exec)  T+4h
-//   seq  5 exec_finished           T+1h       seq 16 a newer version's kind   T+4h30m
-//   seq  6 file_written            T+1h       seq 17 resume_requested         T+5h
-//   seq  7 file_read               T+1h       seq 18 resumed                  T+5h
-//   seq  8 file_op_requested       T+1h       seq 19 failed (running)         T+6h
-//   seq  9 file_op_finished        T+1h       seq 20 delete_requested         T+7h
-//   seq 10 exec_kill_requested     T+1h       seq 21 deleted                  T+7h
-//   seq 11 snapshot_taken 3 GiB    T+2h       seq 22 redacted                 T+8h
+//   seq  1 created (2048 MiB)      T          seq 14 connection_opened        T+2h
+//   seq  2 started                 T          seq 15 connection_denied        T+2h
+//   seq  3 storage_sampled 1 GiB   T          seq 16 connection_closed        T+2h
+//   seq  4 exec_started            T+1h       seq 17 pause_requested (memory) T+3h
+//   seq  5 exec_finished           T+1h       seq 18 paused (memory, 3 GiB)   T+3h
+//   seq  6 file_written            T+1h       seq 19 command_rejected (exec)  T+4h
+//   seq  7 file_read               T+1h       seq 20 a newer version's kind   T+4h30m
+//   seq  8 file_op_requested       T+1h       seq 21 resume_requested         T+5h
+//   seq  9 file_op_finished        T+1h       seq 22 resumed                  T+5h
+//   seq 10 exec_kill_requested     T+1h       seq 23 failed (running)         T+6h
+//   seq 11 snapshot_taken 3 GiB    T+2h       seq 24 delete_requested         T+7h
+//   seq 12 timeout_changed         T+2h       seq 25 deleted                  T+7h
+//   seq 13 network_changed         T+2h       seq 26 redacted                 T+8h
 std::vector<events::event> every_kind() {
   using namespace events;
   sandbox_events s("sb-all", "acme", t0_ns);
@@ -149,11 +151,11 @@ BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixt
   BOOST_TEST(usage_to_string(l.storage_byte_ms) == "65712999628800000");
   BOOST_TEST(l.storage_micro_usd == 466);
   BOOST_TEST(b.total_micro_usd == 120'466);
-  // The events that opened and closed each interval: compute 2→13, 18→19; storage 3→11,
-  // 11→14, 14→21.
+  // The events that opened and closed each interval: compute 2→17, 22→23; storage 3→11,
+  // 11→18, 18→25.
   BOOST_TEST(
-    (l.event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11", "sb-all:13",
-                                             "sb-all:14", "sb-all:18", "sb-all:19", "sb-all:21"}));
+    (l.event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11", "sb-all:17",
+                                             "sb-all:18", "sb-all:22", "sb-all:23", "sb-all:25"}));
 
   // Two hours of it, [t0+2h, t0+4h) (T = t0+17m):
   // compute: T .. T+3h overlaps t0+2h .. t0+3h17m = 77 min: 2 GiB × 77 min = 154 GiB·min,
@@ -170,10 +172,10 @@ BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixt
              usage_to_string(usage_t{326} * gib * minute_ms));
   BOOST_TEST(part.lines[0].storage_micro_usd == 149);
   BOOST_TEST(part.total_micro_usd == 38'649);
-  // The intervals touching those hours: compute 2→13, storage 3→11, 11→14 and 14→21.
+  // The intervals touching those hours: compute 2→17, storage 3→11, 11→18 and 18→25.
   BOOST_TEST(
     (part.lines[0].event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11",
-                                                         "sb-all:13", "sb-all:14", "sb-all:21"}));
+                                                         "sb-all:17", "sb-all:18", "sb-all:25"}));
 }
 
 // docs/billing.md: a 4 GiB sandbox running 10 hours, then paused with a 20 GiB writable layer
