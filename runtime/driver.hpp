@@ -47,9 +47,21 @@ struct limits {
   std::uint32_t max_dir_entries = 10000;
 };
 
-// Network of a sandbox. Only `none` (a private loopback, no outside network) is
-// implemented; a driver refuses anything else with invalid_argument.
+// Network of a sandbox: `none`, a private loopback and nothing else; `outbound`, its own
+// network namespace joined to the host by a veth pair (sandbox_link.hpp), whose host side
+// reaches only what sandboxd's egress proxy and resolver relay (network/, docs/network.md).
+// A driver without links (hollow, or an OCI driver given no link range) refuses outbound
+// with invalid_argument.
 enum class network_policy { none, outbound };
+
+// The host's view of a sandbox's link: where its traffic arrives and what it is sent as.
+struct network_link {
+  std::string interface;       // the host side ("sx...")
+  std::string host_address;    // the host side's address: the sandbox's gateway
+  std::string sandbox_address; // the sandbox's own address
+  std::string netns_path;      // the sandbox's network namespace (bind-mounted)
+  bool operator==(const network_link&) const = default;
+};
 
 struct create_request {
   std::string id;                     // [a-z0-9_-]{1,64}, unique per driver
@@ -112,6 +124,7 @@ struct sandbox_info {
   std::string template_name;
   sandbox_status status = sandbox_status::created;
   runtime::limits limits;
+  std::optional<network_link> link; // network outbound only
 };
 
 enum class file_type { regular, directory, symlink, other };

@@ -111,7 +111,8 @@ outcome<sandbox_info> hollow_driver::create(const create_request& req) {
     return c.err();
   if (req.network != network_policy::none)
     return make_error(errc::invalid_argument,
-                      "driver hollow supports only network policy none; drop the network request");
+                      "driver hollow runs no processes, so its sandboxes have no network; create "
+                      "it with network none");
   // No template is read here, but the name is checked as the real drivers check it.
   if (auto c = check_template_name(req.template_name); !c)
     return c.err();

@@ -95,6 +95,13 @@ oci_driver::oci_driver(oci_options options)
   if (!sandboxes_fd_)
     throw std::system_error(errno, std::generic_category(), "open " + options_.data_dir);
   instance_ = instance_of(options_.data_dir);
+  if (!options_.link_range.empty()) {
+    links_ = parse_link_range(options_.link_range);
+    if (!links_)
+      throw std::invalid_argument("link range " + options_.link_range +
+                                  " is not an IPv4 block of at least one /30 (say 10.200.0.0/17)");
+    fs::create_directories(options_.data_dir + "/netns");
+  }
   set_data_dir_modes(options_.data_dir);
   // The exec guard, reachable (not listable) for the runtimes' user-namespaced processes.
   std::string helpers = options_.data_dir + "/helpers";

@@ -14,6 +14,8 @@
 //   sandboxes/<id>/lower            the template, idmapped to the sandbox's host ids
 //   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
 //   sandboxes/<id>/config.json      the sandbox directory is its OCI bundle (oci_spec.hpp)
+//   netns/<id>, netns/<id>.resolv   a networked sandbox's namespace (a bind mount) and the
+//                                   resolv.conf naming its resolver (sandbox_link.hpp)
 //   removing/, spare/               removed sandboxes being deleted, skeletons for the next
 //                                   create (removal_queue.hpp)
 // Cgroups: /sandboxd/<instance>-<id> in every v1 controller, <instance> derived from the
@@ -43,6 +45,7 @@
 #include "runtime/overlay_mount.hpp"
 #include "runtime/removal_queue.hpp"
 #include "runtime/runtime_cli.hpp"
+#include "runtime/sandbox_link.hpp"
 #include "runtime/sandbox_locks.hpp"
 #include "runtime/sandbox_record.hpp"
 #include "runtime/template_store.hpp"
@@ -72,6 +75,10 @@ struct oci_options {
   // most half the free space) and a sandbox's disk limit when it asks for 0.
   std::uint64_t layer_pool_bytes = 0;
   std::uint64_t default_disk_bytes = 10ull << 30;
+  // The IPv4 block the links of sandboxes with a network are numbered from (a /30 each,
+  // sandbox_link.hpp), "10.200.0.0/17"; empty: every create with a network is refused. Two
+  // drivers on one host need blocks that do not overlap.
+  std::string link_range;
 };
 
 // Why `runtime` cannot run sandboxes on this machine, or nullopt when it can (an older
@@ -138,7 +145,7 @@ private:
   // Runs the runtime's `step` for sandbox `id`; its failure is an internal error naming
   // the step and quoting the runtime.
   outcome<void> cli_step(const std::string& id, const char* step,
-                         const std::vector<std::string>& args);
+                         const std::vector<std::string>& args, bool linked = false);
 
   std::string dir(const std::string& id) const { return sandbox_dir(options_.data_dir, id); }
   // Whether sandboxes/<id> exists (by handle; `id` must be one plain path component).
@@ -156,6 +163,8 @@ private:
   // Starts the created container; with crun, returns once its init has become the
   // sandbox's process (so that an exec can join it).
   outcome<void> start_container(const std::string& id);
+  // The link of a networked sandbox (its record's), rebuilt from the record.
+  std::optional<sandbox_link> link_of_record(const sandbox_record& r) const;
   // Kills and deletes the container; `frozen` when crun may have it frozen.
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;
@@ -190,6 +199,7 @@ private:
   removal_queue removals_;
   layer_pool layers_;
   id_ranges ids_;
+  std::optional<link_range> links_; // options_.link_range, parsed
   std::mutex init_pids_mu_;
   std::map<std::string, pid_t> init_pids_; // crun: the init of each container made here
   exec_registry execs_;

@@ -26,11 +26,20 @@ void write_small_at(int dir, const char* name, const std::string& text) {
     throw std::system_error(errno, std::generic_category(), std::string("write ") + name);
 }
 
+// The resolv.conf a networked sandbox sees: its resolver is on the host side of its link.
+void write_resolv_conf(const std::string& path, const std::string& resolver) {
+  std::string text = "nameserver " + resolver + "\noptions ndots:0 attempts:2\n";
+  unique_fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644));
+  if (!fd || ::write(fd.get(), text.data(), text.size()) != static_cast<ssize_t>(text.size()))
+    throw std::system_error(errno, std::generic_category(), "write " + path);
+  ::fchmod(fd.get(), 0644);
+}
+
 } // namespace
 
 outcome<void> oci_driver::cli_step(const std::string& id, const char* step,
-                                   const std::vector<std::string>& args) {
-  auto r = cli_.run(args);
+                                   const std::vector<std::string>& args, bool linked) {
+  auto r = cli_.run(args, linked);
   if (r.ok)
     return {};
   return make_error(errc::internal,
@@ -47,13 +56,33 @@ std::optional<std::string> oci_driver::runtime_status(const std::string& id) con
   return j.value("status", "");
 }
 
+std::optional<sandbox_link> oci_driver::link_of_record(const sandbox_record& r) const {
+  if (!r.info.link)
+    return std::nullopt;
+  sandbox_link l;
+  l.slot = r.link_slot;
+  l.netns_path = r.info.link->netns_path;
+  l.host_interface = r.info.link->interface;
+  l.host_address = r.info.link->host_address;
+  l.sandbox_address = r.info.link->sandbox_address;
+  return l;
+}
+
 outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_new_record) {
   const std::string& id = r.info.id;
   mount_rootfs(r);
+  bundle_params bundle{overlay_of(r).target, cgroup_path(id), r.info.limits, r.id_base,
+                       r.id_base != 0 ? exec_guard_path() : ""};
+  auto link = link_of_record(r);
+  if (link) {
+    // A link a crash or a reboot took away is made again (its namespace is a mount).
+    if (!link_present(*link))
+      make_link(*link);
+    bundle.netns_path = link->netns_path;
+    bundle.resolv_conf = link->netns_path + ".resolv";
+  }
   // The sandbox's directory is its OCI bundle: config.json beside the root filesystem.
-  write_small_at(sandbox_fd(id).get(), "config.json",
-                 make_config_json({overlay_of(r).target, cgroup_path(id), r.info.limits, r.id_base,
-                                   r.id_base != 0 ? exec_guard_path() : ""}));
+  write_small_at(sandbox_fd(id).get(), "config.json", make_config_json(bundle));
   memfd_file pid_file;
   auto args = cli_.create_args(dir(id), cid(id), pid_file.path());
   // The new record's fsync (mostly waiting for the disk) runs while
@@ -62,7 +91,7 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
   std::optional<record_sync> sync;
   if (sync_new_record)
     sync.emplace(options_.data_dir, id);
-  auto c = cli_step(id, "create", args);
+  auto c = cli_step(id, "create", args, link.has_value());
   if (std::string pid = pid_file.read(); !pid.empty()) {
     orphan_reaper::adopt(std::stoi(pid));
     std::lock_guard<std::mutex> g(init_pids_mu_);
@@ -97,10 +126,11 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     return c.err();
   if (auto c = check_env(req.env); !c)
     return c.err();
-  if (req.network != network_policy::none)
-    return make_error(errc::invalid_argument, std::string("driver ") + std::string(name()) +
-                                                " supports only network policy none (loopback); "
-                                                "drop the network request");
+  if (req.network != network_policy::none && !links_)
+    return make_error(errc::invalid_argument,
+                      std::string("driver ") + std::string(name()) +
+                        " has no link range, so its sandboxes have no network; create it with "
+                        "network none, or give the node a link range (docs/network.md)");
   auto g = locks_.lock(req.id);
   return guard_faults("create sandbox " + req.id, [&]() -> outcome<sandbox_info> {
     std::string d = dir(req.id);
@@ -121,7 +151,27 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
       return make_error(errc::resource_exhausted,
                         "every host id range of this node is in use; remove a sandbox first");
     r.id_base = range->base;
+    std::optional<sandbox_link> link;
+    if (req.network != network_policy::none) {
+      // The link's slot is the sandbox's id range's: unique while the sandbox exists.
+      std::uint32_t slot = (range->base - options_.id_ranges_first) / 65536;
+      if (slot >= links_->slots()) {
+        ids_.release(*range);
+        return make_error(errc::resource_exhausted,
+                          "every link of this node's link range " + options_.link_range +
+                            " is in use; remove a sandbox with a network first");
+      }
+      link = sandboxd::runtime::link_of(*links_, slot, instance_,
+                                        options_.data_dir + "/netns/" + req.id);
+      r.link_slot = slot;
+      r.info.link = network_link{link->host_interface, link->host_address, link->sandbox_address,
+                                 link->netns_path};
+    }
     auto undo = [&] {
+      if (link) {
+        remove_link(*link);
+        ::unlink((link->netns_path + ".resolv").c_str());
+      }
       delete_container(req.id, false);
       unmount_rootfs(r, false);
       layers_.remove(req.id);
@@ -147,6 +197,10 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
         layers_.remove(req.id);
       layers_.create(req.id, range->base, range->base, req.limits.disk_bytes);
       save_record(options_.data_dir, r, record_write::first);
+      if (link) {
+        make_link(*link);
+        write_resolv_conf(link->netns_path + ".resolv", link->host_address);
+      }
       c = create_container(r, true);
     } catch (...) {
       undo();
@@ -262,7 +316,8 @@ outcome<void> oci_driver::resume(const std::string& id) {
       mount_rootfs(r.value());
       if (auto c = cli_step(
             id, "restore",
-            {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), cid(id)});
+            {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), cid(id)},
+            r->info.link.has_value());
           !c)
         return c;
       remove_tree_at(sandbox_fd(id).get(), "checkpoint");
@@ -294,6 +349,10 @@ outcome<void> oci_driver::remove(const std::string& id) {
     {
       std::lock_guard<std::mutex> pg(init_pids_mu_);
       init_pids_.erase(id);
+    }
+    if (auto link = r ? link_of_record(*r) : std::nullopt) {
+      remove_link(*link);
+      ::unlink((link->netns_path + ".resolv").c_str());
     }
     if (r && r->id_base != 0)
       ids_.release({r->id_base});

@@ -104,8 +104,17 @@ std::string make_config_json(const bundle_params& p) {
                       {"type", "bind"},
                       {"source", p.exec_guard},
                       {"options", {"bind", "ro", "nosuid", "nodev"}}});
-  json namespaces = {{{"type", "pid"}}, {{"type", "network"}}, {{"type", "ipc"}},
-                     {{"type", "uts"}}, {{"type", "mount"}},   {{"type", "cgroup"}}};
+  if (!p.resolv_conf.empty())
+    mounts.push_back({{"destination", "/etc/resolv.conf"},
+                      {"type", "bind"},
+                      {"source", p.resolv_conf},
+                      {"options", {"bind", "ro", "nosuid", "nodev", "noexec"}}});
+  json net = {{"type", "network"}};
+  if (!p.netns_path.empty())
+    net["path"] = p.netns_path;
+  json namespaces = {{{"type", "pid"}},   net,
+                     {{"type", "ipc"}},   {{"type", "uts"}},
+                     {{"type", "mount"}}, {{"type", "cgroup"}}};
   json linux = {{"resources", resources},
                 {"cgroupsPath", p.cgroups_path},
                 {"maskedPaths", k_masked},

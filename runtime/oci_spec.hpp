@@ -4,8 +4,8 @@
 //
 // Every sandbox gets, as Docker's and Kubernetes' defaults and tighter:
 // - no terminal (runsc needs that); its own user namespace (its ids 0-65535 are the host
-//   ids of its range, id_map.hpp), pid, network (loopback only), ipc, uts, mount and
-//   cgroup namespaces;
+//   ids of its range, id_map.hpp), pid, network (loopback only, or the namespace of its
+//   link: sandbox_link.hpp), ipc, uts, mount and cgroup namespaces;
 // - capabilities CHOWN, DAC_OVERRIDE, FOWNER, SETUID, SETGID, KILL and NET_BIND_SERVICE
 //   only (what package managers and servers in the templates need; all of them count only
 //   inside its user namespace), no new privileges;
@@ -35,6 +35,10 @@ struct bundle_params {
   // Host path of the exec guard (exec_guard.hpp), bound read-only into the sandbox; empty:
   // none.
   std::string exec_guard;
+  // The sandbox's network namespace (sandbox_link.hpp) to join instead of a private one,
+  // and the resolv.conf bound read-only over /etc/resolv.conf; empty: loopback only.
+  std::string netns_path;
+  std::string resolv_conf;
 };
 
 // The capabilities every sandbox process gets (bounding, effective and permitted).

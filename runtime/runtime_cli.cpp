@@ -100,22 +100,23 @@ runtime_cli::runtime_cli(oci_runtime runtime, const std::string& runtime_path,
   }
 }
 
-std::vector<std::string> runtime_cli::command() const {
+std::vector<std::string> runtime_cli::command(bool linked) const {
   if (runtime_ == oci_runtime::crun)
     return {bin_, "--root=" + state_root_};
+  const std::string network = linked ? "--network=sandbox" : "--network=none";
   // --overlay2=none: the sandbox's writes go to its layer on the host (paused reads and
   // storage billing read it), which is nosuid,nodev there.
   if (runsc_current_)
     return {bin_,
             "--root=" + state_root_,
-            "--network=none",
+            network,
             "--platform=systrap",
             "--file-access=exclusive",
             "--overlay2=none",
             "--oci-seccomp"};
   std::vector<std::string> older = {bin_,
                                     "--root=" + state_root_,
-                                    "--network=none",
+                                    network,
                                     "--platform=ptrace",
                                     "--overlay2=none",
                                     "--file-access=shared"};
@@ -124,16 +125,16 @@ std::vector<std::string> runtime_cli::command() const {
   return older;
 }
 
-process_options runtime_cli::options(const std::vector<std::string>& args) const {
+process_options runtime_cli::options(const std::vector<std::string>& args, bool linked) const {
   process_options o;
-  o.argv = command();
+  o.argv = command(linked);
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.hide_cgroup2 = hides_cgroup2();
   return o;
 }
 
-runtime_cli::output runtime_cli::run(const std::vector<std::string>& args) const {
-  process_options o = options(args);
+runtime_cli::output runtime_cli::run(const std::vector<std::string>& args, bool linked) const {
+  process_options o = options(args, linked);
   o.max_output_bytes = 1 << 20;
   o.timeout = std::chrono::minutes(2);
   auto r = run_process(o);

@@ -62,8 +62,9 @@ public:
   // Which binary runs and what it can do (runsc_binary.hpp).
   const std::string& note() const { return note_; }
   const std::string& state_root() const { return state_root_; }
-  // The command line without the subcommand.
-  std::vector<std::string> command() const;
+  // The command line without the subcommand; with `linked`, for a sandbox with its own
+  // network namespace (runsc: --network=sandbox, its netstack on the namespace's link).
+  std::vector<std::string> command(bool linked = false) const;
   // Whether a memory pause freezes the sandbox in place (crun; the current runsc, whose
   // restore leaves exec'd processes stuck) rather than checkpointing it (older runsc).
   bool freezes() const { return runtime_ == oci_runtime::crun || runsc_current_; }
@@ -80,10 +81,10 @@ public:
     bool ok;
     std::string text; // stdout on success, stderr and stdout on failure
   };
-  // Runs `command() + args` and waits for it (two minutes at most).
-  output run(const std::vector<std::string>& args) const;
-  // process_options with `command() + args` and the runtime's namespace choice.
-  process_options options(const std::vector<std::string>& args) const;
+  // Runs `command(linked) + args` and waits for it (two minutes at most).
+  output run(const std::vector<std::string>& args, bool linked = false) const;
+  // process_options with `command(linked) + args` and the runtime's namespace choice.
+  process_options options(const std::vector<std::string>& args, bool linked = false) const;
 
   // The arguments of `create`: with crun, a pid file for the container's init (which is
   // re-parented to this process, and waited for after start).

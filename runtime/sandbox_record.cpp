@@ -67,6 +67,12 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
       {"max_dir_entries", l.max_dir_entries}}},
     {"env", r.env},
   };
+  if (const auto& k = r.info.link)
+    j["link"] = {{"interface", k->interface},
+                 {"host_address", k->host_address},
+                 {"sandbox_address", k->sandbox_address},
+                 {"netns_path", k->netns_path},
+                 {"slot", r.link_slot}};
   unique_fd dir = open_sandbox_dir(data_dir, r.info.id);
   if (!dir)
     throw std::system_error(errno, std::generic_category(),
@@ -140,6 +146,12 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
   if (r.info.id != id || !st)
     return std::nullopt;
   r.info.status = *st;
+  if (j.contains("link") && j["link"].is_object()) {
+    const auto& k = j["link"];
+    r.info.link = network_link{k.value("interface", ""), k.value("host_address", ""),
+                               k.value("sandbox_address", ""), k.value("netns_path", "")};
+    r.link_slot = k.value("slot", 0u);
+  }
   if (j.contains("env") && j["env"].is_array())
     for (const auto& e : j["env"])
       if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())

@@ -25,12 +25,13 @@ namespace sandboxd::runtime {
 
 struct sandbox_record {
   sandbox_info info;
-  std::string template_dir;  // the template's root filesystem (empty for hollow)
-  std::uint32_t id_base = 0; // host uid and gid of the sandbox's root (id_map.hpp); 0: none
+  std::string template_dir;    // the template's root filesystem (empty for hollow)
+  std::uint32_t id_base = 0;   // host uid and gid of the sandbox's root (id_map.hpp); 0: none
   // The environment every exec sees (create_request::env). Its values may be secrets:
   // this record (mode 0600, in a directory others cannot list) is the only file that
   // holds them.
   std::vector<std::pair<std::string, std::string>> env;
+  std::uint32_t link_slot = 0; // info.link set: its slot of the driver's link range
 };
 
 // <data_dir>/sandboxes/<id>. Throws std::invalid_argument unless `id` is one plain path
