@@ -25,8 +25,8 @@ namespace sandboxd::runtime {
 
 struct sandbox_record {
   sandbox_info info;
-  std::string template_dir;    // the template's root filesystem (empty for hollow)
-  std::uint32_t id_base = 0;   // host uid and gid of the sandbox's root (id_map.hpp); 0: none
+  std::string template_dir;  // the template's root filesystem (empty for hollow)
+  std::uint32_t id_base = 0; // host uid and gid of the sandbox's root (id_map.hpp); 0: none
   // The environment every exec sees (create_request::env). Its values may be secrets:
   // this record (mode 0600, in a directory others cannot list) is the only file that
   // holds them.
