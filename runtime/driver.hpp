@@ -56,10 +56,11 @@ enum class network_policy { none, outbound };
 
 // The host's view of a sandbox's link: where its traffic arrives and what it is sent as.
 struct network_link {
-  std::string interface;       // the host side ("sx...")
-  std::string host_address;    // the host side's address: the sandbox's gateway
-  std::string sandbox_address; // the sandbox's own address
-  std::string netns_path;      // the sandbox's network namespace (bind-mounted)
+  std::string interface;        // the host side ("sx...")
+  std::string host_address;     // the host side's address: the sandbox's gateway
+  std::string sandbox_address;  // the sandbox's own address
+  std::string netns_path;       // the sandbox's network namespace (bind-mounted)
+  std::string sandbox_address6; // its IPv6 address (refused on the host side; sandbox_link.hpp)
   bool operator==(const network_link&) const = default;
 };
 

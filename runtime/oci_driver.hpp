@@ -79,6 +79,10 @@ struct oci_options {
   // sandbox_link.hpp), "10.200.0.0/17"; empty: every create with a network is refused. Two
   // drivers on one host need blocks that do not overlap.
   std::string link_range;
+  // Names the links' interfaces ("sx" + its first 6 characters, sandbox_link.hpp): the
+  // node's, shared by its drivers so that one egress table covers them all; empty: the
+  // driver's own (a hash of data_dir).
+  std::string link_instance;
 };
 
 // Why `runtime` cannot run sandboxes on this machine, or nullopt when it can (an older
@@ -162,9 +166,12 @@ private:
   outcome<void> create_container(const sandbox_record& r, bool sync_new_record = false);
   // Starts the created container; with crun, returns once its init has become the
   // sandbox's process (so that an exec can join it).
-  outcome<void> start_container(const std::string& id);
+  outcome<void> start_container(const sandbox_record& r);
   // The link of a networked sandbox (its record's), rebuilt from the record.
   std::optional<sandbox_link> link_of_record(const sandbox_record& r) const;
+  const std::string& link_instance() const {
+    return options_.link_instance.empty() ? instance_ : options_.link_instance;
+  }
   // Kills and deletes the container; `frozen` when crun may have it frozen.
   void delete_container(const std::string& id, bool frozen);
   std::optional<std::string> runtime_status(const std::string& id) const;

@@ -65,6 +65,7 @@ std::optional<sandbox_link> oci_driver::link_of_record(const sandbox_record& r) 
   l.host_interface = r.info.link->interface;
   l.host_address = r.info.link->host_address;
   l.sandbox_address = r.info.link->sandbox_address;
+  l.sandbox_address6 = r.info.link->sandbox_address6;
   return l;
 }
 
@@ -161,11 +162,11 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
                           "every link of this node's link range " + options_.link_range +
                             " is in use; remove a sandbox with a network first");
       }
-      link = sandboxd::runtime::link_of(*links_, slot, instance_,
+      link = sandboxd::runtime::link_of(*links_, slot, link_instance(),
                                         options_.data_dir + "/netns/" + req.id);
       r.link_slot = slot;
       r.info.link = network_link{link->host_interface, link->host_address, link->sandbox_address,
-                                 link->netns_path};
+                                 link->netns_path, link->sandbox_address6};
     }
     auto undo = [&] {
       if (link) {
@@ -231,7 +232,7 @@ outcome<void> oci_driver::start(const std::string& id) {
       if (auto c = create_container(r.value()); !c)
         return c;
     }
-    if (auto c = start_container(id); !c)
+    if (auto c = start_container(r.value()); !c)
       return c;
     r->info.status = sandbox_status::running;
     save_record(options_.data_dir, r.value(), record_write::update);
@@ -239,8 +240,10 @@ outcome<void> oci_driver::start(const std::string& id) {
   });
 }
 
-outcome<void> oci_driver::start_container(const std::string& id) {
-  auto c = cli_step(id, "start", {"start", cid(id)});
+outcome<void> oci_driver::start_container(const sandbox_record& r) {
+  const std::string& id = r.info.id;
+  // runsc configures the sandbox's netstack from the namespace at start, with start's flags.
+  auto c = cli_step(id, "start", {"start", cid(id)}, r.info.link.has_value());
   if (!c)
     return c;
   pid_t init = 0;
@@ -306,7 +309,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
       }
       if (!made)
         return made;
-      if (auto c = start_container(id); !c)
+      if (auto c = start_container(r.value()); !c)
         return c;
     } else if (freezes()) {
       if (auto c = cli_step(id, "resume", {"resume", cid(id)}); !c)

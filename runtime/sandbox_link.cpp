@@ -52,6 +52,12 @@ void write_sysctl(const std::string& path, const char* value) {
     throw std::runtime_error("sandbox link: cannot write " + path);
 }
 
+// Whether this host runs IPv6 at all (a kernel booted with ipv6.disable=1 has no
+// /proc/sys/net/ipv6): without it a sandbox's IPv6 attempts fail inside it.
+bool ipv6_available() {
+  return ::access("/proc/sys/net/ipv6/conf/all", F_OK) == 0;
+}
+
 const std::string& ip_program() {
   static const std::string p = find_program("ip");
   return p;
@@ -81,17 +87,26 @@ std::optional<link_range> parse_link_range(const std::string& text) {
   return link_range{base, std::uint8_t(prefix)};
 }
 
+std::string link_interface_prefix(const std::string& instance) {
+  return "sx" + instance.substr(0, 6);
+}
+
 sandbox_link link_of(const link_range& range, std::uint32_t slot, const std::string& instance,
                      const std::string& netns_path) {
   sandbox_link l;
   l.slot = slot;
   l.netns_path = netns_path;
-  char name[IFNAMSIZ];
-  std::snprintf(name, sizeof name, "sx%.6s%05x", instance.c_str(), slot & 0xfffff);
-  l.host_interface = name;
   std::uint32_t block = range.base + 4 * slot;
+  char name[IFNAMSIZ];
+  // The /30's number in its /10: unique for the disjoint ranges of one node's drivers.
+  std::snprintf(name, sizeof name, "%s%05x", link_interface_prefix(instance).c_str(),
+                (block >> 2) & 0xfffff);
+  l.host_interface = name;
   l.host_address = dotted(block + 1);
   l.sandbox_address = dotted(block + 2);
+  char v6[64];
+  std::snprintf(v6, sizeof v6, "fd73:6278::%x:%x", (block + 2) >> 16, (block + 2) & 0xffff);
+  l.sandbox_address6 = v6;
   return l;
 }
 
@@ -109,15 +124,31 @@ void make_link(const sandbox_link& l) {
   run({ip_program(), "link", "add", l.host_interface, "type", "veth", "peer", "name", "eth0",
        "netns", l.netns_path},
       "making veth " + l.host_interface);
-  write_sysctl("/proc/sys/net/ipv6/conf/" + l.host_interface + "/disable_ipv6", "1");
+  const std::string conf6 = "/proc/sys/net/ipv6/conf/" + l.host_interface + "/";
+  // No address of its own but fe80::1, no router advertisements, no forwarding.
+  write_sysctl(conf6 + "addr_gen_mode", "1");
+  write_sysctl(conf6 + "accept_ra", "0");
+  write_sysctl(conf6 + "forwarding", "0");
   write_sysctl("/proc/sys/net/ipv4/conf/" + l.host_interface + "/rp_filter", "1");
-  run({ip_program(), "-batch", "-"}, "addressing " + l.host_interface,
-      "addr add " + l.host_address + cidr + " dev " + l.host_interface + "\nlink set " +
-        l.host_interface + " up\n");
+  write_sysctl("/proc/sys/net/ipv4/conf/" + l.host_interface + "/forwarding", "0");
+  write_sysctl("/proc/sys/net/ipv4/conf/" + l.host_interface + "/accept_redirects", "0");
+  const bool v6 = ipv6_available();
+  std::string host = "addr add " + l.host_address + cidr + " dev " + l.host_interface + "\n";
+  if (v6)
+    host += "addr add fe80::1/64 dev " + l.host_interface + " nodad\n";
+  host += "link set " + l.host_interface + " up\n";
+  if (v6)
+    host += "route add " + l.sandbox_address6 + "/128 dev " + l.host_interface + "\n";
+  run({ip_program(), "-batch", "-"}, "addressing " + l.host_interface, host);
+  std::string inside = "link set lo up\naddr add " + l.sandbox_address + cidr +
+                       " dev eth0\nlink set eth0 up\nroute add default via " + l.host_address +
+                       "\n";
+  if (v6)
+    inside += "addr add " + l.sandbox_address6 +
+              "/128 dev eth0 nodad\nroute add ::/0 via fe80::1 dev eth0 src " + l.sandbox_address6 +
+              "\n";
   run({nsenter, "--net=" + l.netns_path, ip_program(), "-batch", "-"},
-      "addressing the sandbox side of " + l.host_interface,
-      "link set lo up\naddr add " + l.sandbox_address + cidr +
-        " dev eth0\nlink set eth0 up\nroute add default via " + l.host_address + "\n");
+      "addressing the sandbox side of " + l.host_interface, inside);
 }
 
 void remove_link(const sandbox_link& l) {

@@ -3,13 +3,17 @@
 // may pass over it is decided on the host side (network/), never inside the sandbox.
 //
 // Link slot n of a driver's link range (an IPv4 block) is the /30 at base + 4n: the host
-// side is .1 (interface "sx" + 6 hex digits of the driver's instance + 5 of the slot, so
-// that every interface of every sandboxd on a host starts with "sx"), the sandbox side .2
-// (interface eth0 inside), with the default route through the host side. The namespace is
-// a bind mount at <data_dir>/netns/<id>: it outlives the sandbox's processes (a filesystem
-// pause, a restart of sandboxd) until remove_link. The host side has no IPv6, strict
-// reverse-path filtering (a sandbox cannot send as another address) and no forwarding of
-// its own: nothing reaches further than the host side unless network/ relays it.
+// side is .1 (interface "sx" + 6 hex digits of the node's link instance + 5 of the /30's
+// number, so that every link of one node starts with the same prefix and two drivers with
+// disjoint ranges never share a name), the sandbox side .2 (interface eth0 inside), with
+// the default route through the host side. IPv6: the sandbox side has fd73:6278::/96 + its
+// IPv4 address and a default route through the host side's fe80::1, so that an IPv6
+// attempt reaches the host, where the egress rules refuse it and say so (an IPv6 packet is
+// never relayed). The namespace is a bind mount at <data_dir>/netns/<id>: it outlives the
+// sandbox's processes (a filesystem pause, a restart of sandboxd) until remove_link. The
+// host side has strict reverse-path filtering (a sandbox cannot send as another address),
+// no IPv6 autoconfiguration and no forwarding of its own: nothing reaches further than the
+// host side unless network/ relays it.
 #pragma once
 
 #include <cstdint>
@@ -29,14 +33,18 @@ std::optional<link_range> parse_link_range(const std::string& text);
 
 struct sandbox_link {
   std::uint32_t slot = 0;
-  std::string netns_path;      // the bind-mounted namespace
-  std::string host_interface;  // "sx...": the host side
-  std::string host_address;    // "10.200.0.1": where the sandbox's proxy and resolver listen
-  std::string sandbox_address; // "10.200.0.2"
+  std::string netns_path;       // the bind-mounted namespace
+  std::string host_interface;   // "sx...": the host side
+  std::string host_address;     // "10.200.0.1": where the sandbox's proxy and resolver listen
+  std::string sandbox_address;  // "10.200.0.2"
+  std::string sandbox_address6; // "fd73:6278::ac8:2"
   std::uint8_t prefix = 30;
 };
 
-// The link of slot `slot` (below range.slots()) of the driver with instance `instance`.
+// The interface prefix of the links of node instance `instance` ("sx" + its first 6 bytes).
+std::string link_interface_prefix(const std::string& instance);
+
+// The link of slot `slot` (below range.slots()) for node instance `instance`.
 sandbox_link link_of(const link_range& range, std::uint32_t slot, const std::string& instance,
                      const std::string& netns_path);
 

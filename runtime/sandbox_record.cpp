@@ -72,6 +72,7 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
                  {"host_address", k->host_address},
                  {"sandbox_address", k->sandbox_address},
                  {"netns_path", k->netns_path},
+                 {"sandbox_address6", k->sandbox_address6},
                  {"slot", r.link_slot}};
   unique_fd dir = open_sandbox_dir(data_dir, r.info.id);
   if (!dir)
@@ -149,7 +150,8 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
   if (j.contains("link") && j["link"].is_object()) {
     const auto& k = j["link"];
     r.info.link = network_link{k.value("interface", ""), k.value("host_address", ""),
-                               k.value("sandbox_address", ""), k.value("netns_path", "")};
+                               k.value("sandbox_address", ""), k.value("netns_path", ""),
+                               k.value("sandbox_address6", "")};
     r.link_slot = k.value("slot", 0u);
   }
   if (j.contains("env") && j["env"].is_array())

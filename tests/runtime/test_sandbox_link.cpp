@@ -112,6 +112,10 @@ BOOST_FIXTURE_TEST_CASE(a_networked_sandbox_reaches_its_host_side_and_names_it_i
   BOOST_TEST(interface_exists(l.interface));
   auto devs = sh("net-1", "cat /proc/net/dev");
   BOOST_TEST(devs.stdout_data.find("eth0") != std::string::npos, devs.stdout_data);
+  // Its IPv6 address and route, through which an IPv6 attempt reaches the host side (to be
+  // refused there: network/egress_rules.hpp).
+  auto v6 = sh("net-1", "cat /proc/net/if_inet6; cat /proc/net/ipv6_route");
+  BOOST_TEST(v6.stdout_data.find("fd7362780000000000000000") != std::string::npos, v6.stdout_data);
   auto resolv = sh("net-1", "cat /etc/resolv.conf");
   BOOST_TEST(resolv.stdout_data.find("nameserver 10.200.0.1") != std::string::npos,
              resolv.stdout_data);
@@ -168,7 +172,13 @@ BOOST_AUTO_TEST_CASE(link_slots_number_disjoint_blocks) {
   BOOST_TEST(first.sandbox_address == "10.200.0.2");
   BOOST_TEST(last.host_address == "10.200.255.253");
   BOOST_TEST(last.sandbox_address == "10.200.255.254");
-  BOOST_TEST(first.host_interface == "sx1a2b3c00000");
+  // "sx", the instance's first 6 characters, the /30's number in its /10 (10.200.0.0 >> 2).
+  BOOST_TEST(first.host_interface == "sx1a2b3c20000");
+  BOOST_TEST(last.host_interface == "sx1a2b3c23fff");
+  BOOST_TEST(first.sandbox_address6 == "fd73:6278::ac8:2");
+  // Two drivers with disjoint ranges never name two links alike.
+  auto other = parse_link_range("10.201.0.0/16");
+  BOOST_TEST(link_of(*other, 0, "1a2b3c4d", "/x/2").host_interface != first.host_interface);
   BOOST_TEST(last.host_interface.size() < std::size_t(IFNAMSIZ));
   BOOST_TEST(!parse_link_range("10.200.0.1/16").has_value());
   BOOST_TEST(!parse_link_range("10.200.0.0/31").has_value());
