@@ -8,6 +8,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <future>
 #include <iostream>
@@ -46,9 +47,27 @@ struct control_plane::impl {
   std::condition_variable stop_cv;
   bool stopping = false;
   std::thread snapshotter;
+  // Sandboxes a driver found broken (runtime::failure_listener) become runtime_failed
+  // commands; `reporting` is cleared, under its lock, before the actors go.
+  std::mutex report_mu;
+  bool reporting = false;
 
   void run_snapshotter();
+  void report_failure(const std::string& id, const std::string& reason);
 };
+
+void control_plane::impl::report_failure(const std::string& id, const std::string& reason) {
+  std::lock_guard g(report_mu);
+  if (!reporting)
+    return;
+  auto r = std::make_shared<request>();
+  r->sandbox_id = id;
+  r->cmd.principal = "system";
+  r->cmd.body = cmd::runtime_failed{reason};
+  r->when = reply_when::durable;
+  r->done = [](command_reply) {};
+  caf::anon_send(directory, cmd_atom::value, request_ptr{std::move(r)});
+}
 
 void control_plane::impl::run_snapshotter() {
   ::pthread_setname_np(::pthread_self(), "sbd-snapshots");
@@ -78,6 +97,21 @@ void control_plane::impl::run_snapshotter() {
     l.lock();
   }
 }
+
+namespace {
+
+// Every driver of the options, once each.
+std::vector<runtime::driver*> all_drivers(const control_plane_options& o) {
+  std::vector<runtime::driver*> out;
+  for (const auto& [kind, d] : o.drivers)
+    if (std::find(out.begin(), out.end(), d) == out.end())
+      out.push_back(d);
+  if (o.driver && std::find(out.begin(), out.end(), o.driver) == out.end())
+    out.push_back(o.driver);
+  return out;
+}
+
+} // namespace
 
 control_plane::control_plane(control_plane_options options) : impl_(std::make_unique<impl>()) {
   auto& m = *impl_;
@@ -161,10 +195,23 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
   m.directory = spawn_sandbox_directory(*m.system, &m.ctx, seed);
   if (m.options.snapshot_every_records > 0)
     m.snapshotter = std::thread([mp] { mp->run_snapshotter(); });
+  {
+    std::lock_guard g(m.report_mu);
+    m.reporting = true;
+  }
+  for (auto* d : all_drivers(m.options))
+    d->set_failure_listener(
+      [mp](const std::string& id, const std::string& reason) { mp->report_failure(id, reason); });
 }
 
 control_plane::~control_plane() {
   auto& m = *impl_;
+  for (auto* d : all_drivers(m.options))
+    d->set_failure_listener({});
+  {
+    std::lock_guard g(m.report_mu);
+    m.reporting = false;
+  }
   {
     std::lock_guard l(m.stop_mu);
     m.stopping = true;

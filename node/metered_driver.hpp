@@ -24,6 +24,9 @@ public:
 
   std::string_view name() const override { return inner_.name(); }
   bool never_blocks() const override { return inner_.never_blocks(); }
+  void set_failure_listener(runtime::failure_listener l) override {
+    inner_.set_failure_listener(std::move(l));
+  }
   runtime::outcome<runtime::sandbox_info> create(const runtime::create_request& request) override;
   runtime::outcome<void> start(const std::string& id) override;
   runtime::outcome<runtime::exec_result> exec(const std::string& id,

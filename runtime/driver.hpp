@@ -153,9 +153,19 @@ struct usage_info {
   std::optional<std::uint64_t> cpu_ns;       // CPU time used, where known
 };
 
+// Called when a driver finds a sandbox broken outside any call it was making: its agent
+// broke the protocol, missed a deadline or vanished (agent_hub.hpp). The driver has ended the
+// sandbox's processes by then; `reason` names what happened.
+using failure_listener = std::function<void(const std::string& id, const std::string& reason)>;
+
 class driver {
 public:
   virtual ~driver() = default;
+
+  // Where failures go (from a thread of the driver; quick, never blocking). Set it before
+  // sandboxes are used, and empty before the listener goes. Drivers that never find one
+  // ignore it.
+  virtual void set_failure_listener(failure_listener) {}
 
   // "runsc", "crun" or "hollow".
   virtual std::string_view name() const = 0;

@@ -84,7 +84,19 @@ oci_driver::oci_driver(oci_options options)
            options_.data_dir + "/state/" + runtime_name(options_.runtime)),
       templates_(options_.data_dir), removals_(options_.data_dir),
       layers_({options_.data_dir, options_.layer_pool_bytes, options_.default_disk_bytes}),
-      ids_(options_.id_ranges_first, options_.id_ranges_count) {
+      ids_(options_.id_ranges_first, options_.id_ranges_count), agents_([this] {
+        agent_hub_options o;
+        o.limits.answer = options_.agent_answer;
+        o.connect_wait = options_.agent_connect;
+        o.on_failure = [this](const std::string& id, const std::string& reason) {
+          std::lock_guard g(failures_mu_);
+          if (failures_stop_)
+            return;
+          failures_.emplace_back(id, reason);
+          failures_cv_.notify_one();
+        };
+        return o;
+      }()) {
   if (options_.data_dir.find_first_of(",:") != std::string::npos)
     throw std::invalid_argument("data directory " + options_.data_dir +
                                 " must not contain ',' or ':' (overlay mount options)");
@@ -112,12 +124,32 @@ oci_driver::oci_driver(oci_options options)
   if (::mkdir((cli_.state_root() + "/scratch").c_str(), 0700) != 0 && errno != EEXIST)
     throw std::system_error(errno, std::generic_category(),
                             "mkdir " + cli_.state_root() + "/scratch");
-  for (const auto& id : sandbox_ids(options_.data_dir))
-    if (auto r = load_record(options_.data_dir, id); r && r->id_base != 0)
-      ids_.mark_taken({r->id_base});
+  for (const auto& id : sandbox_ids(options_.data_dir)) {
+    auto r = load_record(options_.data_dir, id);
+    if (!r || r->id_base == 0)
+      continue;
+    ids_.mark_taken({r->id_base});
+    // The agents of sandboxes that run on (or stay frozen) past a restart of this process
+    // connect again to a socket listened on from now, not only at their next exec.
+    if (r->agent && (r->info.status == sandbox_status::running ||
+                     (r->info.status == sandbox_status::paused_memory && freezes()))) {
+      try {
+        listen_for_agent(*r, false);
+      } catch (const std::exception&) {
+        // Listened for again at the sandbox's next exec, which reports the fault.
+      }
+    }
+  }
+  failure_thread_ = std::thread([this] { failure_loop(); });
 }
 
 oci_driver::~oci_driver() {
+  {
+    std::lock_guard g(failures_mu_);
+    failures_stop_ = true;
+  }
+  failures_cv_.notify_all();
+  failure_thread_.join();
   try {
     if (sandbox_ids(options_.data_dir).empty())
       unmount_path(cli_.state_root() + "/null-netns");

@@ -36,6 +36,7 @@
 // The driver makes this process a child subreaper (orphan_reaper.hpp).
 #pragma once
 
+#include "runtime/agent_hub.hpp"
 #include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/exec_registry.hpp"
@@ -51,10 +52,13 @@
 #include "runtime/template_store.hpp"
 
 #include <atomic>
+#include <condition_variable>
+#include <deque>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 namespace sandboxd::runtime {
@@ -83,6 +87,14 @@ struct oci_options {
   // node's, shared by its drivers so that one egress table covers them all; empty: the
   // driver's own (a hash of data_dir).
   std::string link_instance;
+  // The sandbox's first process is the agent (agent_hub.hpp): execs and file changes go
+  // through it. Off (or for a container made without it), execs are the runtime's own
+  // (`crun exec`, `runsc exec`) under the exec guard.
+  bool agent = true;
+  // How long the host waits for an answer of an agent, and for one to connect, before the
+  // sandbox is failed.
+  std::chrono::milliseconds agent_answer{10000};
+  std::chrono::milliseconds agent_connect{10000};
 };
 
 // Why `runtime` cannot run sandboxes on this machine, or nullopt when it can (an older
@@ -98,6 +110,7 @@ public:
   ~oci_driver() override;
 
   std::string_view name() const override;
+  void set_failure_listener(failure_listener l) override;
   outcome<sandbox_info> create(const create_request& request) override;
   outcome<void> start(const std::string& id) override;
   outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
@@ -144,6 +157,8 @@ public:
   // Blocks until the files of every sandbox removed so far are deleted (remove() returns
   // once the directory is out of sandboxes/; the deletion runs in the background).
   void drain_removals() { removals_.drain(); }
+  // Why the agent link of a sandbox failed, or nullopt (agent_hub.hpp).
+  std::optional<std::string> agent_failure(const std::string& id) { return agents_.failure(id); }
 
 private:
   // Runs the runtime's `step` for sandbox `id`; its failure is an internal error naming
@@ -185,6 +200,25 @@ private:
                                        std::string_view content = {});
   // Whether file changes of the sandbox must go through it (change_through_sandbox).
   bool changes_through_sandbox(const sandbox_record& r) const;
+
+  // The agent (oci_agent.cpp). Whether a new container of `r` gets it as its first process.
+  bool uses_agent(const sandbox_record& r) const { return options_.agent && r.id_base != 0; }
+  // Makes <sandbox>/agent (root, group = the sandbox's root, 0710) and listens there; with
+  // `fresh` (a new container) a link of an earlier container goes. Throws on faults.
+  void listen_for_agent(const sandbox_record& r, bool fresh);
+  // Unlinks <sandbox>/agent and its socket (remove: the spare skeleton has none).
+  void remove_agent_dir(const std::string& id);
+  // An exec or a file change through the sandbox's agent: `spawn` with the request's stdin,
+  // output callback, output cap and exec id (for signal_exec).
+  // `locked`: the caller holds the sandbox's lock.
+  outcome<exec_result> exec_through_agent(const sandbox_record& r, agent_spawn spawn,
+                                          const exec_request& req, bool locked = false);
+  // The runtime's own exec (`crun exec`, `runsc exec`) under the guard (oci_exec.cpp).
+  outcome<exec_result> exec_through_runtime(const sandbox_record& r, const exec_request& req);
+  // On the failure thread: a sandbox whose agent link failed has its container killed and is
+  // reported to the listener, unless its container ended on its own (then it is `stopped`).
+  void on_agent_failure(const std::string& id, const std::string& reason);
+  void failure_loop();
   // Runs f(root, record) for a change: direct on the root, or `through` the sandbox.
   template <class Direct, class Through>
   outcome<void> change_files(const std::string& id, Direct&& direct, Through&& through);
@@ -210,6 +244,14 @@ private:
   std::mutex init_pids_mu_;
   std::map<std::string, pid_t> init_pids_; // crun: the init of each container made here
   exec_registry execs_;
+  // Agent failures, reported by a thread of their own (agent_hub's callback must not block).
+  std::mutex failures_mu_;
+  std::condition_variable failures_cv_;
+  std::deque<std::pair<std::string, std::string>> failures_;
+  bool failures_stop_ = false;
+  failure_listener listener_;
+  std::thread failure_thread_;
+  agent_hub agents_; // last: its thread is gone before anything it reports to
 };
 
 } // namespace sandboxd::runtime

@@ -70,11 +70,28 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     if (req.stdin_data && req.stdin_source)
       return make_error(errc::invalid_argument,
                         "exec takes stdin_data or stdin_source, not both; drop one");
-    // The sandbox's environment, with the exec's over it (make_process_json keeps the last
-    // value of a name).
+    // The sandbox's environment, with the exec's over it (the last value of a name counts).
     exec_request full = req;
     full.env = rec.env;
     full.env.insert(full.env.end(), req.env.begin(), req.env.end());
+    if (!rec.agent)
+      return exec_through_runtime(rec, full);
+    auto env = exec_environment(full);
+    if (!env)
+      return env.err();
+    agent_spawn spawn;
+    spawn.argv = full.argv;
+    spawn.env = std::move(env).value();
+    spawn.cwd = full.cwd;
+    return exec_through_agent(rec, std::move(spawn), full);
+  });
+}
+
+outcome<exec_result> oci_driver::exec_through_runtime(const sandbox_record& rec,
+                                                      const exec_request& full) {
+  const std::string& id = rec.info.id;
+  const exec_request& req = full;
+  return guard_faults("exec in sandbox " + id, [&]() -> outcome<exec_result> {
     // Sandboxes of the current layout run every exec under the guard (exec_guard.hpp).
     const bool guarded = rec.id_base != 0;
     auto doc = make_process_json(full, rec.info.limits.pids, guarded);

@@ -72,8 +72,13 @@ std::optional<sandbox_link> oci_driver::link_of_record(const sandbox_record& r) 
 outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_new_record) {
   const std::string& id = r.info.id;
   mount_rootfs(r);
+  // A new container: its agent connects to a new link (listening before the agent starts).
+  if (r.agent)
+    listen_for_agent(r, true);
   bundle_params bundle{overlay_of(r).target, cgroup_path(id), r.info.limits, r.id_base,
                        r.id_base != 0 ? exec_guard_path() : ""};
+  if (r.agent)
+    bundle.agent_dir = dir(id) + "/agent";
   auto link = link_of_record(r);
   if (link) {
     // A link a crash or a reboot took away is made again (its namespace is a mount).
@@ -168,7 +173,9 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
       r.info.link = network_link{link->host_interface, link->host_address, link->sandbox_address,
                                  link->netns_path, link->sandbox_address6};
     }
+    r.agent = uses_agent(r);
     auto undo = [&] {
+      agents_.drop(req.id, "sandbox " + req.id + " could not be made");
       if (link) {
         remove_link(*link);
         ::unlink((link->netns_path + ".resolv").c_str());
@@ -228,7 +235,9 @@ outcome<void> oci_driver::start(const std::string& id) {
     if (auto c = check_allowed(r->info, operation::start); !c)
       return c;
     if (r->info.status == sandbox_status::stopped) {
+      agents_.drop(id, "sandbox " + id + " is started afresh");
       delete_container(id, false);
+      r->agent = uses_agent(r.value());
       if (auto c = create_container(r.value()); !c)
         return c;
     }
@@ -268,12 +277,17 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
     if (auto c = check_allowed(r->info, operation::pause); !c)
       return c;
     if (mode == pause_mode::filesystem) {
+      agents_.drop(id, "sandbox " + id + " was paused (filesystem) while the exec ran");
       delete_container(id, false);
       unmount_rootfs(r.value());
       r->info.status = sandbox_status::paused_filesystem;
     } else if (freezes()) {
-      if (auto c = cli_step(id, "pause", {"pause", cid(id)}); !c)
+      // Frozen, the agent answers nothing: nothing of it is overdue until the thaw.
+      agents_.freeze(id);
+      if (auto c = cli_step(id, "pause", {"pause", cid(id)}); !c) {
+        agents_.thaw(id);
         return c;
+      }
       r->info.status = sandbox_status::paused_memory;
     } else {
       std::string image = dir(id) + "/checkpoint";
@@ -283,6 +297,7 @@ outcome<void> oci_driver::pause(const std::string& id, pause_mode mode) {
         throw std::system_error(errno, std::generic_category(), "mkdir " + image);
       if (auto c = cli_step(id, "checkpoint", {"checkpoint", "--image-path=" + image, cid(id)}); !c)
         return c;
+      agents_.drop(id, "sandbox " + id + " was checkpointed");
       delete_container(id, false);
       r->info.status = sandbox_status::paused_memory;
     }
@@ -302,6 +317,7 @@ outcome<void> oci_driver::resume(const std::string& id) {
     if (auto c = check_allowed(r->info, operation::resume); !c)
       return c;
     if (r->info.status == sandbox_status::paused_filesystem) {
+      r->agent = uses_agent(r.value());
       auto made = create_container(r.value());
       if (!made) { // a resume a crash interrupted left its container: made afresh, once
         delete_container(id, false);
@@ -312,11 +328,18 @@ outcome<void> oci_driver::resume(const std::string& id) {
       if (auto c = start_container(r.value()); !c)
         return c;
     } else if (freezes()) {
+      // After a restart of this process the thawed agent connects to a new socket.
+      if (r->agent)
+        listen_for_agent(r.value(), false);
       if (auto c = cli_step(id, "resume", {"resume", cid(id)}); !c)
         return c;
+      agents_.thaw(id);
     } else {
       std::string image = dir(id) + "/checkpoint";
       mount_rootfs(r.value());
+      // The restored agent finds its connection gone and connects to a new link.
+      if (r->agent)
+        listen_for_agent(r.value(), true);
       if (auto c = cli_step(
             id, "restore",
             {"restore", "--detach", "--image-path=" + image, "--bundle=" + dir(id), cid(id)},
@@ -340,6 +363,7 @@ outcome<void> oci_driver::remove(const std::string& id) {
     if (!has_dir(id))
       return make_error(errc::not_found, "sandbox " + id + " not found; nothing to remove");
     auto r = load_record(options_.data_dir, id);
+    agents_.drop(id, "sandbox " + id + " was removed while the exec ran");
     delete_container(id, !r || r->info.status == sandbox_status::paused_memory);
     if (r) {
       unmount_rootfs(*r, false);
@@ -364,6 +388,7 @@ outcome<void> oci_driver::remove(const std::string& id) {
       std::string cg = std::string("/sys/fs/cgroup/") + ctrl + cgroup_path(id);
       ::rmdir(cg.c_str());
     }
+    remove_agent_dir(id);
     try {
       // Gone from sandboxes/ now; its files are deleted (or it is stripped to a spare
       // skeleton) in the background.

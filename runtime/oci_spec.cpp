@@ -1,6 +1,7 @@
 #include "runtime/oci_spec.hpp"
 
 #include "runtime/exec_guard.hpp"
+#include "runtime/exec_guard/agent_wire.h"
 #include "runtime/seccomp_profile.hpp"
 
 #include <nlohmann/json.hpp>
@@ -68,6 +69,10 @@ std::vector<std::string> idle_init_args() {
   return {"/bin/sh", "-c", "trap 'exit 0' TERM; while :; do sleep 86400 & wait $!; done"};
 }
 
+std::vector<std::string> agent_init_args() {
+  return {k_exec_guard_in_sandbox, "--agent", SBA_SOCKET_DIR "/" SBA_SOCKET_NAME};
+}
+
 std::string make_config_json(const bundle_params& p) {
   json resources = {{"devices", {{{"allow", false}, {"access", "rwm"}}}}};
   if (p.limits.memory_bytes > 0)
@@ -104,6 +109,12 @@ std::string make_config_json(const bundle_params& p) {
                       {"type", "bind"},
                       {"source", p.exec_guard},
                       {"options", {"bind", "ro", "nosuid", "nodev"}}});
+  const bool agent = !p.exec_guard.empty() && !p.agent_dir.empty();
+  if (agent)
+    mounts.push_back({{"destination", SBA_SOCKET_DIR},
+                      {"type", "bind"},
+                      {"source", p.agent_dir},
+                      {"options", {"bind", "ro", "nosuid", "nodev", "noexec"}}});
   if (!p.resolv_conf.empty())
     mounts.push_back({{"destination", "/etc/resolv.conf"},
                       {"type", "bind"},
@@ -129,7 +140,8 @@ std::string make_config_json(const bundle_params& p) {
   linux["namespaces"] = std::move(namespaces);
   json config = {
     {"ociVersion", "1.0.2"},
-    {"process", process(idle_init_args(), {k_default_path, "HOME=/root"}, "/", p.limits.pids)},
+    {"process", process(agent ? agent_init_args() : idle_init_args(),
+                        {k_default_path, "HOME=/root"}, "/", p.limits.pids)},
     {"root", {{"path", p.rootfs}, {"readonly", false}}},
     {"hostname", "sandbox"},
     {"mounts", mounts},
@@ -138,7 +150,7 @@ std::string make_config_json(const bundle_params& p) {
   return config.dump(1);
 }
 
-outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids, bool guarded) {
+outcome<std::vector<std::string>> exec_environment(const exec_request& r) {
   if (r.argv.empty() || r.argv[0].empty())
     return make_error(errc::invalid_argument, "exec needs a program; argv is empty");
   std::vector<std::string> env = {k_default_path, "HOME=/root"};
@@ -160,8 +172,18 @@ outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids
   if (r.cwd.empty() || r.cwd[0] != '/')
     return make_error(errc::invalid_argument,
                       "working directory '" + r.cwd + "' must be an absolute path");
+  if (r.cwd.find('\0') != std::string::npos)
+    return make_error(errc::invalid_argument, "the working directory contains a NUL byte");
+  return env;
+}
+
+outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids, bool guarded) {
+  auto env = exec_environment(r);
+  if (!env)
+    return env.err();
   try {
-    return process(guarded ? guarded_argv(r.argv, r.timeout) : r.argv, env, r.cwd, pids).dump();
+    return process(guarded ? guarded_argv(r.argv, r.timeout) : r.argv, env.value(), r.cwd, pids)
+      .dump();
   } catch (const json::exception&) {
     return make_error(errc::invalid_argument,
                       "argv, env or cwd is not valid UTF-8; OCI runtimes take only UTF-8");

@@ -39,6 +39,10 @@ struct bundle_params {
   // and the resolv.conf bound read-only over /etc/resolv.conf; empty: loopback only.
   std::string netns_path;
   std::string resolv_conf;
+  // Host directory of the agent's socket (agent_hub.hpp), bound read-only at
+  // /dev/.sandboxd; with it (and the guard) the sandbox's first process is the agent,
+  // without it the idle shell of idle_init_args.
+  std::string agent_dir;
 };
 
 // The capabilities every sandbox process gets (bounding, effective and permitted).
@@ -50,6 +54,13 @@ const std::vector<std::string>& readonly_paths();
 // The process every sandbox runs while idle: a shell that sleeps, reaps the orphans of
 // exec'd processes and exits on SIGTERM.
 std::vector<std::string> idle_init_args();
+// The first process of a sandbox with an agent: the guard's program as the agent.
+std::vector<std::string> agent_init_args();
+
+// The environment of one exec, as its process gets it: PATH and HOME=/root, then
+// `request.env` in order (a later value of a name replaces an earlier one). Checks argv,
+// env and cwd as make_process_json does (invalid_argument, never echoing a value).
+outcome<std::vector<std::string>> exec_environment(const exec_request& request);
 
 std::string make_config_json(const bundle_params& params);
 

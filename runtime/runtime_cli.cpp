@@ -113,7 +113,9 @@ std::vector<std::string> runtime_cli::command(bool linked) const {
             "--platform=systrap",
             "--file-access=exclusive",
             "--overlay2=none",
-            "--oci-seccomp"};
+            "--oci-seccomp",
+            // The agent connects to its host socket (docs/security.md, "The agent").
+            "--host-uds=open"};
   std::vector<std::string> older = {bin_,
                                     "--root=" + state_root_,
                                     network,

@@ -74,6 +74,8 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
                  {"netns_path", k->netns_path},
                  {"sandbox_address6", k->sandbox_address6},
                  {"slot", r.link_slot}};
+  if (r.agent)
+    j["init"] = "agent";
   unique_fd dir = open_sandbox_dir(data_dir, r.info.id);
   if (!dir)
     throw std::system_error(errno, std::generic_category(),
@@ -154,6 +156,7 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
                                k.value("sandbox_address6", "")};
     r.link_slot = k.value("slot", 0u);
   }
+  r.agent = j.value("init", "") == "agent";
   if (j.contains("env") && j["env"].is_array())
     for (const auto& e : j["env"])
       if (e.is_array() && e.size() == 2 && e[0].is_string() && e[1].is_string())

@@ -32,6 +32,9 @@ struct sandbox_record {
   // holds them.
   std::vector<std::pair<std::string, std::string>> env;
   std::uint32_t link_slot = 0; // info.link set: its slot of the driver's link range
+  // The container's first process is the agent (agent_hub.hpp): execs and file changes go
+  // through it. False for containers made before it, which exec through the runtime.
+  bool agent = false;
 };
 
 // <data_dir>/sandboxes/<id>. Throws std::invalid_argument unless `id` is one plain path

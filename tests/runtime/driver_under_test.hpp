@@ -44,10 +44,12 @@ struct driver_under_test {
   static std::optional<std::string> unavailable() {
     return runtime::oci_unavailable(kind);
   }
-  static std::unique_ptr<runtime::driver> make(const std::string& data_dir) {
+  // `agent` off: new containers run without the agent and exec through the runtime.
+  static std::unique_ptr<runtime::driver> make(const std::string& data_dir, bool agent = true) {
     runtime::oci_options o;
     o.runtime = kind;
     o.data_dir = data_dir;
+    o.agent = agent;
     return std::make_unique<runtime::oci_driver>(o);
   }
   // Code inside the running sandbox makes the link.

@@ -25,7 +25,7 @@ namespace {
 constexpr bool is_runsc = driver_under_test::kind == oci_runtime::runsc;
 
 struct fixture : driver_fixture {
-  oci_driver& oci = static_cast<oci_driver&>(*d);
+  oci_driver& oci() { return static_cast<oci_driver&>(*d); }
 
   exec_result sh(const std::string& id, const std::string& script,
                  std::chrono::milliseconds timeout = std::chrono::seconds(60)) {
@@ -127,10 +127,15 @@ BOOST_FIXTURE_TEST_CASE(memory_pause_keeps_a_process_and_its_memory, fixture) {
   // The same loop continues from its own count: a restarted loop would begin at 1.
   long after = wait_counter("mem", [&](long v) { return v > at_pause + 3; });
   BOOST_TEST(after > at_pause + 3);
+  // The agent that was paused with it answers execs again.
+  BOOST_TEST(sh("mem", "echo back").stdout_data == "back\n");
 }
 
 BOOST_FIXTURE_TEST_CASE(exec_reports_stdout_stderr_and_exit_codes, fixture) {
   running("ex");
+  // Execs run through the agent, the sandbox's first process.
+  BOOST_TEST(sh("ex", "tr '\\0' ' ' < /proc/1/cmdline").stdout_data.find("--agent") !=
+             std::string::npos);
   auto r = sh("ex", "printf 'out\\0bin'; printf err >&2; exit 7");
   BOOST_TEST(r.exit_code == 7);
   BOOST_TEST(r.signal == 0);
@@ -253,6 +258,56 @@ BOOST_FIXTURE_TEST_CASE(output_flood_is_truncated_at_the_cap, fixture) {
   BOOST_TEST(r.stderr_data == "done\n");
 }
 
+// A driver whose new containers run without the agent (oci_options::agent off): execs go
+// through the runtime (`crun exec`, `runsc exec`) under the guard, with the same semantics.
+struct fallback_fixture : fixture {
+  fallback_fixture() {
+    d.reset();
+    d = driver_under_test::make(data, false);
+  }
+  std::string init(const std::string& id) {
+    return sh(id, "tr '\\0' ' ' < /proc/1/cmdline").stdout_data;
+  }
+};
+
+BOOST_FIXTURE_TEST_CASE(without_the_agent_execs_run_through_the_runtime_alike, fallback_fixture) {
+  limits l;
+  l.max_output_bytes = 1000;
+  running("fb", l);
+  BOOST_TEST(init("fb").find("--agent") == std::string::npos);
+  auto r = sh("fb", "printf out; printf err >&2; echo \"$FOO\" >&2; exit 7");
+  BOOST_TEST(r.exit_code == 7);
+  BOOST_TEST(r.stdout_data == "out");
+  BOOST_TEST(r.stderr_data == "err\n");
+  exec_request in;
+  in.argv = {"/bin/sh", "-c", "cat; echo \"$FOO\""};
+  in.env = {{"FOO", "bar"}};
+  in.stdin_data = std::string("a\0b", 3);
+  auto i = d->exec("fb", in);
+  BOOST_TEST_REQUIRE(i.ok(), (i ? "" : i.err().message));
+  BOOST_TEST((i->stdout_data == std::string("a\0bbar\n", 7)));
+  auto capped = sh("fb", "head -c 100000 /dev/zero");
+  BOOST_TEST(capped.output_truncated);
+  BOOST_TEST(capped.stdout_data.size() == 1000u);
+  auto t =
+    sh("fb", "(setsid sleep 3601 >/dev/null 2>&1 &); sleep 3602", std::chrono::milliseconds(1000));
+  BOOST_TEST(t.timed_out);
+  std::string ps;
+  for (int n = 0; n < 50; ++n) {
+    ps = processes("fb");
+    if (ps.find("sleep 360") == std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST(ps.find("sleep 360") == std::string::npos, ps);
+
+  // Made afresh (a filesystem resume), the container still runs without the agent here.
+  BOOST_TEST_REQUIRE(d->pause("fb", pause_mode::filesystem).ok());
+  BOOST_TEST_REQUIRE(d->resume("fb").ok());
+  BOOST_TEST(init("fb").find("--agent") == std::string::npos);
+  BOOST_TEST(sh("fb", "echo again").stdout_data == "again\n");
+}
+
 BOOST_FIXTURE_TEST_CASE(memory_hog_beyond_the_limit_is_killed_and_reported, fixture) {
   limits l;
   l.memory_bytes = 256ull << 20;
@@ -291,7 +346,7 @@ BOOST_FIXTURE_TEST_CASE(fork_bomb_is_stopped_by_the_pids_limit_and_host_stays_re
   // The host forks and runs a program at once.
   BOOST_TEST(sandboxd::test::run_shell("echo host-ok").output == "host-ok\n");
   std::string events;
-  std::ifstream("/sys/fs/cgroup/pids" + oci.cgroup_path("bomb") + "/pids.events") >> events >>
+  std::ifstream("/sys/fs/cgroup/pids" + oci().cgroup_path("bomb") + "/pids.events") >> events >>
     events;
   auto st = d->inspect("bomb")->status;
   if (is_runsc) {
@@ -318,7 +373,7 @@ BOOST_FIXTURE_TEST_CASE(remove_leaves_no_mount_process_directory_or_runtime_stat
   BOOST_TEST_REQUIRE(d->remove("del").ok());
   // remove() returns with the directory out of sandboxes/; its files go in the background.
   BOOST_TEST(!std::filesystem::exists(data + "/sandboxes/del"));
-  oci.drain_removals();
+  oci().drain_removals();
   BOOST_TEST(std::filesystem::is_empty(data + "/removing"));
   // What may stay is a spare skeleton for the next sandbox: empty directories (the
   // writable layer a new one) and empty files.
@@ -345,10 +400,10 @@ BOOST_FIXTURE_TEST_CASE(remove_leaves_no_mount_process_directory_or_runtime_stat
                                       sandboxd::test::shell_quote(data) + " | grep -v grep");
   BOOST_TEST(ps.output == "");
   BOOST_TEST(!std::filesystem::exists(data + "/sandboxes/del"));
-  BOOST_TEST(!std::filesystem::exists("/sys/fs/cgroup/memory" + oci.cgroup_path("del")));
-  BOOST_TEST(!std::filesystem::exists("/sys/fs/cgroup/pids" + oci.cgroup_path("del")));
+  BOOST_TEST(!std::filesystem::exists("/sys/fs/cgroup/memory" + oci().cgroup_path("del")));
+  BOOST_TEST(!std::filesystem::exists("/sys/fs/cgroup/pids" + oci().cgroup_path("del")));
   std::string cmd;
-  for (auto& a : oci.runtime_command())
+  for (auto& a : oci().runtime_command())
     cmd += sandboxd::test::shell_quote(a) + " ";
   auto listed = sandboxd::test::run_shell(cmd + "list");
   BOOST_TEST(listed.exit_code == 0);
