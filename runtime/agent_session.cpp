@@ -120,6 +120,14 @@ std::optional<std::string> agent_session::take_stream(agent_frame& f, stream_sta
       return "it sent " + std::to_string(f.body.size()) + " bytes of output" + where +
              " with a credit of " + std::to_string(s.credit);
     s.credit -= f.body.size();
+    if (s.max_output > 0) {
+      std::uint64_t& sent = f.kind == SBA_OUT ? s.out_bytes : s.err_bytes;
+      sent += f.body.size();
+      if (sent > s.max_output)
+        return "it sent " + std::to_string(sent) + " bytes of " +
+               (f.kind == SBA_OUT ? "stdout" : "stderr") + where +
+               ", more than the exec's output cap of " + std::to_string(s.max_output);
+    }
     e.what = f.kind == SBA_OUT ? stream_event::type::out : stream_event::type::err;
     e.data = std::move(f.body);
     break;
@@ -182,6 +190,7 @@ std::optional<std::uint32_t> agent_session::open(const agent_spawn& sp,
   const std::uint32_t id = next_stream_++;
   stream_state s;
   s.credit = sp.window;
+  s.max_output = sp.max_output;
   s.has_stdin = sp.stdin_pipe;
   s.stdin_room = sp.stdin_pipe ? SBA_STDIN_WINDOW : 0;
   s.start_due = now + limits_.answer;

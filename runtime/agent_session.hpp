@@ -5,10 +5,10 @@
 // named in the answer (docs/agent-protocol.md, "What the host refuses").
 //
 // So a hostile agent can make the host hold at most, per stream, the output credit the host
-// granted (the rest is a violation), and per connection at most `max_streams` streams, which
-// only the host opens. A peer that says nothing while the host waits for it (a hello, an
-// answer to a spawn, a signal or a ping, the rest of a frame, an exec's end after its
-// timeout) is overdue after `answer` and named by overdue().
+// granted (the rest is a violation; so is output past the exec's cap), and per connection at most
+// `max_streams` streams, which only the host opens. A peer that says nothing while the host waits
+// for it (a hello, an answer to a spawn, a signal or a ping, the rest of a frame, an exec's end
+// after its timeout) is overdue after `answer` and named by overdue().
 //
 // Pure: no I/O and no clock of its own (the caller passes `now`); not thread-safe (the link
 // holds its lock around it).
@@ -92,6 +92,11 @@ private:
     bool started = false;
     bool ended = false;
     std::uint64_t credit = 0; // output the agent may still send
+    // The exec's cap per output pipe (0: none) and what came on each: the agent drops what
+    // is past it, so more is a violation.
+    std::uint64_t max_output = 0;
+    std::uint64_t out_bytes = 0;
+    std::uint64_t err_bytes = 0;
     bool has_stdin = false;
     std::uint64_t stdin_room = 0;        // stdin the host may still send
     std::uint64_t stdin_outstanding = 0; // sent, not credited back

@@ -107,13 +107,8 @@ std::vector<std::string> runtime_cli::command(bool linked) const {
   // --overlay2=none: the sandbox's writes go to its layer on the host (paused reads and
   // storage billing read it), which is nosuid,nodev there.
   if (runsc_current_)
-    return {bin_,
-            "--root=" + state_root_,
-            network,
-            "--platform=systrap",
-            "--file-access=exclusive",
-            "--overlay2=none",
-            "--oci-seccomp",
+    return {bin_, "--root=" + state_root_, network, "--platform=systrap", "--file-access=exclusive",
+            "--overlay2=none", "--oci-seccomp",
             // The agent connects to its host socket (docs/security.md, "The agent").
             "--host-uds=open"};
   std::vector<std::string> older = {bin_,

@@ -148,6 +148,41 @@ BOOST_FIXTURE_TEST_CASE(output_before_the_start_or_past_the_credit_is_refused, f
   BOOST_TEST(e.take(frame(SBA_OUT, eid, "")).has_value());
 }
 
+// The agent reads and drops what an exec writes past its cap: output beyond it is an agent
+// that lies, whatever credit it still has.
+BOOST_FIXTURE_TEST_CASE(output_past_the_execs_cap_is_refused_per_pipe, fixture) {
+  ready();
+  agent_spawn sp;
+  sp.argv = {"cat"};
+  sp.window = 100;
+  sp.max_output = 8;
+  const auto id = s.open(sp, 0ms, 500ms, t0, wire);
+  BOOST_TEST_REQUIRE(id.has_value());
+  started(*id);
+  BOOST_TEST_REQUIRE(!take(frame(SBA_OUT, *id, std::string(5, 'a'))));
+  BOOST_TEST_REQUIRE(!take(frame(SBA_OUT, *id, std::string(3, 'a')))); // exactly the cap
+  BOOST_TEST_REQUIRE(!take(frame(SBA_ERR, *id, std::string(8, 'b')))); // stderr's own cap
+  auto why = take(frame(SBA_OUT, *id, "c"));
+  BOOST_TEST_REQUIRE(why.has_value());
+  BOOST_TEST(why->find("9 bytes of stdout on stream " + std::to_string(*id)) != std::string::npos,
+             *why);
+  BOOST_TEST(why->find("output cap of 8") != std::string::npos, *why);
+  fixture g;
+  g.ready();
+  sp.max_output = 8;
+  const auto gid = g.s.open(sp, 0ms, 500ms, g.t0, g.wire);
+  g.started(*gid);
+  BOOST_TEST_REQUIRE(!g.take(frame(SBA_ERR, *gid, std::string(8, 'b'))));
+  BOOST_TEST(g.take(frame(SBA_ERR, *gid, "b")).has_value());
+  // Without a cap only the credit bounds it.
+  fixture h;
+  h.ready();
+  sp.max_output = 0;
+  const auto hid = h.s.open(sp, 0ms, 500ms, h.t0, h.wire);
+  h.started(*hid);
+  BOOST_TEST(!h.take(frame(SBA_OUT, *hid, std::string(100, 'a'))));
+}
+
 BOOST_FIXTURE_TEST_CASE(bodies_of_the_wrong_size_and_unknown_kinds_are_refused, fixture) {
   ready();
   const auto id = open();
