@@ -140,7 +140,7 @@ result<list_page> read_store::list(const std::string& tenant, const list_filter&
     auto rows = tx.exec_params(
       "SELECT id, state, template, limits::text, labels::text, pause_mode, writable_layer_bytes,"
       " (extract(epoch FROM created_at) * 1000000)::bigint,"
-      " (extract(epoch FROM updated_at) * 1000000)::bigint, last_seq"
+      " (extract(epoch FROM updated_at) * 1000000)::bigint, last_seq, runtime"
       " FROM sandboxes"
       " WHERE tenant = $1"
       "   AND ($2 OR NOT deleted OR cardinality($3::text[]) > 0)"
@@ -174,6 +174,7 @@ result<list_page> read_store::list(const std::string& tenant, const list_filter&
       s.created_at_ns = r[7].as<std::int64_t>() * 1000;
       s.updated_at_ns = r[8].as<std::int64_t>() * 1000;
       s.sequence = r[9].as<std::uint64_t>();
+      s.runtime = r[10].as<std::string>();
       page.rows.push_back(std::move(s));
     }
     return page;

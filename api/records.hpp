@@ -24,6 +24,7 @@ struct sandbox_summary {
   std::string id;
   std::string state;
   std::string template_name;
+  std::string runtime; // "" for a row projected before migration 0009 (until a rebuild)
   events::sandbox_limits limits;
   std::vector<events::label> labels;
   std::string pause_mode;

@@ -69,6 +69,7 @@ void fold(sandbox_patch& patch, const events::event& e) {
     row.tenant = e.tenant;
     row.state = "creating";
     row.template_name = text_of(c->template_name); // what PostgreSQL takes (base/utf8.hpp)
+    row.runtime = events::to_string(c->runtime);
     row.limits = c->limits;
     row.labels = c->labels;
     for (auto& l : row.labels) {

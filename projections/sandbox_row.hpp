@@ -28,6 +28,7 @@ struct sandbox_row {
   std::string tenant;
   std::string state;
   std::string template_name;
+  std::string runtime; // "runsc", "crun", "hollow": the `created` event's
   events::sandbox_limits limits;
   std::vector<events::label> labels;
   std::string pause_mode; // "" unless pausing, paused or resuming

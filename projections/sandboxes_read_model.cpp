@@ -22,6 +22,7 @@ void sandboxes_read_model::compute(const fresh_batch& batch) {
       c.tenant.add(r.tenant);
       c.state.add(r.state);
       c.template_name.add(r.template_name);
+      c.runtime.add(r.runtime);
       c.limits.add(limits_json(r.limits));
       c.labels.add(labels_json(r.labels));
       c.pause_mode.add(r.pause_mode);
@@ -46,17 +47,18 @@ void sandboxes_read_model::write(pqxx::transaction_base& tx) {
   // Event times are ns; timestamptz keeps whole microseconds (truncated).
   if (c.id.size() > 0)
     tx.exec_params(
-      "INSERT INTO sandboxes (id, tenant, state, template, limits, labels, pause_mode,"
+      "INSERT INTO sandboxes (id, tenant, state, template, runtime, limits, labels, pause_mode,"
       " writable_layer_bytes, created_at, updated_at, last_seq)"
-      " SELECT id, tenant, state, tmpl, limits::jsonb, labels::jsonb, pause, bytes,"
+      " SELECT id, tenant, state, tmpl, runtime, limits::jsonb, labels::jsonb, pause, bytes,"
       "  to_timestamp(0) + (created / 1000) * interval '1 microsecond',"
       "  to_timestamp(0) + (updated / 1000) * interval '1 microsecond', seq"
       " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[],"
-      "  $7::text[], $8::bigint[], $9::bigint[], $10::bigint[], $11::bigint[])"
-      "  AS u(id, tenant, state, tmpl, limits, labels, pause, bytes, created, updated, seq)",
-      c.id.str(), c.tenant.str(), c.state.str(), c.template_name.str(), c.limits.str(),
-      c.labels.str(), c.pause_mode.str(), c.bytes.str(), c.created.str(), c.updated.str(),
-      c.seq.str());
+      "  $7::text[], $8::text[], $9::bigint[], $10::bigint[], $11::bigint[], $12::bigint[])"
+      "  AS u(id, tenant, state, tmpl, runtime, limits, labels, pause, bytes, created, updated,"
+      "  seq)",
+      c.id.str(), c.tenant.str(), c.state.str(), c.template_name.str(), c.runtime.str(),
+      c.limits.str(), c.labels.str(), c.pause_mode.str(), c.bytes.str(), c.created.str(),
+      c.updated.str(), c.seq.str());
   if (u.id.size() > 0)
     tx.exec_params(
       "UPDATE sandboxes s SET state = coalesce(u.state, s.state),"

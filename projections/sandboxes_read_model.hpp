@@ -24,8 +24,8 @@ public:
 private:
   // New rows, and changes to existing ones, as unnest arrays.
   struct new_rows {
-    pg_array id, tenant, state, template_name, limits, labels, pause_mode, bytes, created, updated,
-      seq;
+    pg_array id, tenant, state, template_name, runtime, limits, labels, pause_mode, bytes, created,
+      updated, seq;
   };
   struct row_changes {
     pg_array id, state, pause_mode, bytes, redacted, updated, seq;

@@ -35,6 +35,7 @@ BOOST_AUTO_TEST_CASE(row_follows_the_lifecycle_in_any_batch_split) {
   BOOST_TEST(whole->writable_layer_bytes == 300u);
   BOOST_TEST(whole->last_seq == 5u);
   BOOST_TEST(whole->limits.memory_mib == 2048u);
+  BOOST_TEST(whole->runtime == "runsc"); // the created event's (its default)
   for (std::size_t split = 1; split < evs.size(); ++split) {
     auto first = fold_all(evs, 0, split);
     auto second = fold_all(evs, split, evs.size(), first);
