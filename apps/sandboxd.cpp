@@ -7,6 +7,7 @@
 // bad flags or a bad config file.
 #include "api/server.hpp"
 #include "api/token_authenticator.hpp"
+#include "console/console_server.hpp"
 #include "node/daemon_settings.hpp"
 #include "node/logging.hpp"
 #include "node/node.hpp"
@@ -155,6 +156,10 @@ int main(int argc, char** argv) {
                                 "unix:DATA_DIR/sandboxd.sock)");
   auto* metrics = app.add_option("--metrics-addr", flags.metrics_addr,
                                  "Prometheus endpoint HOST:PORT (default: none)");
+  auto* console_addr =
+    app.add_option("--console-addr", flags.console_addr,
+                   "web console HOST:PORT, or PORT for 127.0.0.1:PORT (default: none; TLS "
+                   "with --tls-cert, required off loopback)");
   auto* log_format = app.add_option("--log-format", flags.log_format, "log lines: text or json");
   auto* log_level =
     app.add_option("--log-level", flags.log_level, "trace, debug, info (default), warn, error");
@@ -217,6 +222,8 @@ int main(int argc, char** argv) {
     settings.listen = flags.listen;
   if (given(metrics))
     settings.metrics_addr = flags.metrics_addr;
+  if (given(console_addr))
+    settings.console_addr = flags.console_addr;
   if (given(log_format))
     settings.log_format = flags.log_format;
   if (given(log_level))
@@ -333,13 +340,37 @@ int main(int argc, char** argv) {
     }
   }
   spdlog::info("serving RPC on {}", addresses);
+  // The web console: read-only pages over the read models and the log, after the RPC server
+  // (same tokens), stopped before it.
+  std::unique_ptr<sandboxd::console::console_server> console;
+  if (config.console) {
+    sandboxd::console::console_options o;
+    o.host = config.console->host;
+    o.port = config.console->port;
+    o.node = &node;
+    o.auth = &auth;
+    o.tls_certificate_file = config.tls_certificate;
+    o.tls_key_file = config.tls_key;
+    try {
+      console = std::make_unique<sandboxd::console::console_server>(std::move(o));
+    } catch (const std::exception& e) {
+      spdlog::error("sandboxd cannot start: web console on {}: {}", config.console->to_string(),
+                    e.what());
+      rpc.reset();
+      exposer.reset();
+      node.stop();
+      return 1;
+    }
+    spdlog::info("console: {}", console->url());
+  }
   if (!node.dev_token_path().empty())
     spdlog::info("development token: {}", node.dev_token_path());
   spdlog::info("sandboxd ready");
 
   const int sig = wait_for_stop_signal();
   spdlog::info("signal {} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  // Stop in the reverse order: the RPC server, the metrics endpoint, the node.
+  // Stop in the reverse order: the console, the RPC server, the metrics endpoint, the node.
+  console.reset();
   rpc.reset();
   exposer.reset();
   node.stop();

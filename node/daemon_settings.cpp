@@ -136,11 +136,12 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   std::optional<events::error> failure;
   const std::string where = "config file " + source;
   table_reader top(doc, where + " ", failure);
-  top.allow({"data_dir", "listen", "metrics_addr", "log", "event_log", "kafka", "postgres",
-             "runtimes", "tokens", "projections", "tls", "quotas"});
+  top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "log", "event_log", "kafka",
+             "postgres", "runtimes", "tokens", "projections", "tls", "quotas"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
+  top.read("console_addr", s.console_addr);
   if (const auto* t = top.table("log")) {
     table_reader r(*t, top.where("log"), failure);
     r.allow({"format", "level"});
@@ -229,7 +230,8 @@ std::string to_toml(const daemon_settings& s) {
   std::ostringstream o;
   o << "data_dir = " << toml_string(s.data_dir) << "\n"
     << "listen = " << toml_strings(s.listen) << "\n"
-    << "metrics_addr = " << toml_string(s.metrics_addr) << "\n\n"
+    << "metrics_addr = " << toml_string(s.metrics_addr) << "\n"
+    << "console_addr = " << toml_string(s.console_addr) << "\n\n"
     << "[log]\nformat = " << toml_string(s.log_format) << "\nlevel = " << toml_string(s.log_level)
     << "\n\n"
     << "[event_log]\nkind = " << toml_string(s.event_log) << "\npartitions = " << s.partitions
@@ -353,6 +355,17 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   };
   c.tls_certificate = absolute(s.tls_certificate);
   c.tls_key = absolute(s.tls_key);
+  if (!s.console_addr.empty()) {
+    const bool port_only = s.console_addr.find_first_not_of("0123456789") == std::string::npos;
+    auto a = parse_tcp_endpoint(port_only ? "127.0.0.1:" + s.console_addr : s.console_addr);
+    if (!a.value)
+      return fail("console address: " + a.failure->message);
+    if (!a.value->loopback() && c.tls_certificate.empty())
+      return fail("console address " + s.console_addr +
+                  " is not loopback: the console is served there over TLS only; give "
+                  "--tls-cert and --tls-key, or a loopback address (127.0.0.1:PORT)");
+    c.console = a.value;
+  }
   for (const auto& [name, v] :
        {std::pair{"sandboxes", s.quota_sandboxes}, std::pair{"memory_mib", s.quota_memory_mib},
         std::pair{"disk_mib", s.quota_disk_mib}})
