@@ -202,6 +202,26 @@ BOOST_AUTO_TEST_CASE(settings_are_checked) {
   refused([](auto& s) { s.metrics_addr = "9464"; }, "metrics");
 }
 
+BOOST_AUTO_TEST_CASE(the_console_address_is_loopback_by_default_and_tls_only_elsewhere) {
+  nd::daemon_settings s;
+  s.console_addr = "8470"; // a port alone: loopback
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_REQUIRE(c.value->console);
+  BOOST_TEST(c.value->console->to_string() == "tcp:127.0.0.1:8470");
+  s.console_addr = "0.0.0.0:8470"; // off loopback without a certificate: refused
+  c = nd::to_daemon_config(s);
+  BOOST_TEST(!c.value);
+  BOOST_TEST((c.failure && c.failure->message.find("--tls-cert") != std::string::npos));
+  s.tls_certificate = "/etc/sandboxd/cert.pem";
+  s.tls_key = "/etc/sandboxd/key.pem";
+  c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_TEST(c.value->console->to_string() == "tcp:0.0.0.0:8470");
+  s.console_addr = "";
+  BOOST_TEST(!nd::to_daemon_config(s).value->console);
+}
+
 BOOST_AUTO_TEST_CASE(the_default_listen_address_is_the_data_directorys_socket) {
   nd::daemon_settings s;
   s.data_dir = "/srv/sbd/";
