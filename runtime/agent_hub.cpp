@@ -374,7 +374,7 @@ struct agent_hub::impl {
         if (!*c)
           continue;
         if (auto late = (*c)->session.overdue(now, (*c)->partial_since)) {
-          fail(l, *late);
+          fail(l, "was late: " + *late);
           break;
         }
         (*c)->session.ping_if_quiet(now, (*c)->wire);
