@@ -128,6 +128,23 @@ bool is_empty_dir(int dirfd) {
   return empty;
 }
 
+// Whether an overlay mounted anywhere (in this mount namespace) has its upper directory in
+// the pool at `dir`: overlayfs holds a private clone of the pool's mount, so unmounting the
+// pool succeeds while such an overlay lives, and the next pool would then mount the image a
+// second time. The overlay's options in /proc/self/mountinfo (after " - ") name upperdir.
+bool overlay_uses(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  const std::string upper = "upperdir=" + dir + "/";
+  for (std::string line; std::getline(in, line);) {
+    const auto sep = line.find(" - ");
+    if (sep == std::string::npos || line.compare(sep + 3, 8, "overlay ") != 0)
+      continue;
+    if (line.find(upper, sep) != std::string::npos)
+      return true;
+  }
+  return false;
+}
+
 btrfs_ioctl_vol_args vol_args(const std::string& id) {
   require_plain_component(id, "layer name");
   btrfs_ioctl_vol_args a{};
@@ -176,9 +193,11 @@ layer_pool::~layer_pool() {
   dir_fd_.reset();
   if (layers_left) {
     // Layers of sandboxes that outlive this process stay in the image, which the next pool
-    // mounts again; it stays mounted only while an overlay uses it (a memory-paused
-    // sandbox): then the umount fails with EBUSY and the next pool takes the mount over.
-    ::umount2(dir_.c_str(), 0);
+    // mounts again; it stays mounted while an overlay uses it (a running, frozen or
+    // memory-paused sandbox), so that the next pool takes this mount over instead of
+    // mounting the image a second time beside the one the overlay still holds.
+    if (!overlay_uses(dir_))
+      ::umount2(dir_.c_str(), 0);
     return;
   }
   for (int i = 0; i < 50; ++i) {

@@ -43,7 +43,8 @@ public:
   // Throws std::system_error / std::runtime_error when it cannot.
   explicit layer_pool(layer_pool_options options);
   // Unmounts the pool (the loop device goes with it) unless a sandbox's overlay still uses
-  // it (a memory-paused sandbox that outlives this process).
+  // it (a running, frozen or memory-paused sandbox that outlives this pool): then the pool
+  // stays mounted and the next pool on the same data directory takes that mount over.
   ~layer_pool();
   layer_pool(const layer_pool&) = delete;
   layer_pool& operator=(const layer_pool&) = delete;
