@@ -29,14 +29,30 @@ function(sandboxd_test)
   target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} sandboxd_test_main
     Boost::unit_test_framework)
   target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK BOOST_TEST_NO_MAIN)
-  add_test(NAME ${ARG_NAME} COMMAND ${ARG_NAME} --color_output=no --log_level=test_suite)
+  set(_serial)
+  if(ARG_RUN_SERIAL)
+    set(_serial RUN_SERIAL)
+  endif()
+  sandboxd_test_run(NAME ${ARG_NAME} BINARY ${ARG_NAME} LABELS ${ARG_LABELS}
+    FIXTURES ${ARG_FIXTURES} TIMEOUT "${ARG_TIMEOUT}" ${_serial})
+endfunction()
+
+# sandboxd_test_run(NAME name BINARY target [ENV VAR=value ...] LABELS ...
+#                   [FIXTURES ...] [TIMEOUT s] [RUN_SERIAL])
+# One more ctest entry for a test binary built once: a variant (another log, another
+# runtime) is the same binary run with its own environment, not the same sources compiled
+# again (docs/development.md, "The rule for a new test").
+function(sandboxd_test_run)
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;BINARY;TIMEOUT" "ENV;LABELS;FIXTURES" ${ARGN})
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_BINARY} --color_output=no --log_level=test_suite)
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
   # Exit code 77: every test case was skipped (tests/support/test_main.cpp).
+  set(_env SANDBOXD_SOURCE_DIR=${PROJECT_SOURCE_DIR} SANDBOXD_BINARY_DIR=${PROJECT_BINARY_DIR}
+    ${ARG_ENV})
   set_tests_properties(${ARG_NAME} PROPERTIES LABELS "${ARG_LABELS}" TIMEOUT ${ARG_TIMEOUT}
-    SKIP_RETURN_CODE 77
-    ENVIRONMENT "SANDBOXD_SOURCE_DIR=${PROJECT_SOURCE_DIR};SANDBOXD_BINARY_DIR=${PROJECT_BINARY_DIR}")
+    SKIP_RETURN_CODE 77 ENVIRONMENT "${_env}")
   if(ARG_FIXTURES)
     set_tests_properties(${ARG_NAME} PROPERTIES FIXTURES_REQUIRED "${ARG_FIXTURES}")
   endif()

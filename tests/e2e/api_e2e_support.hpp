@@ -1,5 +1,6 @@
 // api_e2e_support — what the C++-client end-to-end suites share: a sandboxd on the log under
-// test (the file log, or with SANDBOXD_E2E_KAFKA a fresh topic on the shared real broker),
+// test (the file log, or with SANDBOXD_E2E_LOG=kafka in the environment a fresh topic on the
+// shared real broker; the ctest entries *_file and *_kafka run one binary each way),
 // a tokens file with two plain tenants and the development token as admin, a connected
 // api::client per token, and checks that a call answered a value or a given error code.
 #pragma once
@@ -8,10 +9,9 @@
 #include "base/sha256.hpp"
 #include "tests/e2e/e2e_support.hpp"
 
-#ifdef SANDBOXD_E2E_KAFKA
 #include "tests/support/kafka_broker.hpp"
-#endif
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -35,16 +35,18 @@ inline std::string write_tokens_file(const std::string& dir) {
 }
 
 // The flags that put the daemon's event log on the log under test.
+inline bool e2e_on_kafka() {
+  const char* log = std::getenv("SANDBOXD_E2E_LOG");
+  return log && std::string(log) == "kafka";
+}
 inline std::vector<std::string> log_flags() {
-#ifdef SANDBOXD_E2E_KAFKA
+  if (!e2e_on_kafka())
+    return {};
   return {"--event-log",         "kafka",
           "--kafka-brokers",     shared_kafka_bootstrap(),
           "--kafka-topic",       unique_name("e2e-"),
           "--kafka-replication", "1",
           "--kafka-min-insync",  "1"};
-#else
-  return {};
-#endif
 }
 
 // Runtimes the daemon holds: crun, and runsc where it can run here.

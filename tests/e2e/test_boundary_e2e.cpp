@@ -22,6 +22,7 @@
 #include "tests/e2e/api_e2e_support.hpp"
 
 #include <dirent.h>
+#include <cstdlib>
 #include <filesystem>
 #include <set>
 #include <sys/stat.h>
@@ -33,13 +34,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-#if defined(SANDBOXD_E2E_RUNSC)
-const std::string k_runtime = "runsc";
-constexpr bool k_crun = false;
-#else
-const std::string k_runtime = "crun";
-constexpr bool k_crun = true;
-#endif
+// The runtime under attack: SANDBOXD_E2E_RUNTIME (crun unless it says runsc), set by the
+// ctest entry (test_boundary_e2e_crun, test_boundary_e2e_runsc: one binary, run twice).
+const std::string k_runtime = [] {
+  const char* r = std::getenv("SANDBOXD_E2E_RUNTIME");
+  return std::string(r && std::string(r) == "runsc" ? "runsc" : "crun");
+}();
+const bool k_crun = k_runtime == "crun";
 
 boost::test_tools::assertion_result runtime_can_run(utf::test_unit_id id) {
   auto r = crun_can_run(id);
