@@ -25,16 +25,23 @@ endfunction()
 # One Boost.Test binary, registered with ctest under the given labels.
 function(sandboxd_test)
   cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
-  add_executable(${ARG_NAME} ${ARG_SOURCES})
-  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} sandboxd_test_main
-    Boost::unit_test_framework)
-  target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK BOOST_TEST_NO_MAIN)
+  sandboxd_test_binary(NAME ${ARG_NAME} SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS})
   set(_serial)
   if(ARG_RUN_SERIAL)
     set(_serial RUN_SERIAL)
   endif()
   sandboxd_test_run(NAME ${ARG_NAME} BINARY ${ARG_NAME} LABELS ${ARG_LABELS}
     FIXTURES ${ARG_FIXTURES} TIMEOUT "${ARG_TIMEOUT}" ${_serial})
+endfunction()
+
+# sandboxd_test_binary(NAME name SOURCES ... LIBS ...)
+# A Boost.Test binary that ctest runs only through sandboxd_test_run entries.
+function(sandboxd_test_binary)
+  cmake_parse_arguments(ARG "" "NAME" "SOURCES;LIBS" ${ARGN})
+  add_executable(${ARG_NAME} ${ARG_SOURCES})
+  target_link_libraries(${ARG_NAME} PRIVATE ${ARG_LIBS} sandboxd_test_main
+    Boost::unit_test_framework)
+  target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK BOOST_TEST_NO_MAIN)
 endfunction()
 
 # sandboxd_test_run(NAME name BINARY target [ENV VAR=value ...] LABELS ...

@@ -1,6 +1,7 @@
 // log_under_test — a fresh, empty event log for one projection test: file_log in a
-// temporary directory (SANDBOXD_LOG_UNDER_TEST=1) or kafka_log on a new topic of the real
-// broker that the ctest fixture `kafka_broker` runs (SANDBOXD_LOG_UNDER_TEST=2).
+// temporary directory, or, with SANDBOXD_LOG_UNDER_TEST=kafka in the environment (the ctest
+// entry test_read_models_kafka; one binary serves both entries), kafka_log on a new topic of
+// the real broker that the ctest fixture `kafka_broker` runs.
 #pragma once
 
 #include "events/file_log.hpp"
@@ -9,14 +10,11 @@
 #include "tests/support/temp_dir.hpp"
 
 #include <atomic>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <string>
 #include <unistd.h>
-
-#ifndef SANDBOXD_LOG_UNDER_TEST
-#error "define SANDBOXD_LOG_UNDER_TEST: 1 file_log, 2 kafka_log on the real broker"
-#endif
 
 namespace sandboxd::test {
 
@@ -27,13 +25,15 @@ public:
   log_under_test() {
     static std::atomic<int> n{0};
     name_ = "p" + std::to_string(::getpid()) + "_" + std::to_string(n++);
-#if SANDBOXD_LOG_UNDER_TEST == 1
-    dir_.emplace("projection-log");
-    events::file_log_options o;
-    o.dir = dir_->path() + "/log";
-    o.partitions = k_log_partitions;
-    log_ = std::make_unique<events::file_log>(o);
-#else
+    const char* which = std::getenv("SANDBOXD_LOG_UNDER_TEST");
+    if (!which || std::string(which) != "kafka") {
+      dir_.emplace("projection-log");
+      events::file_log_options o;
+      o.dir = dir_->path() + "/log";
+      o.partitions = k_log_partitions;
+      log_ = std::make_unique<events::file_log>(o);
+      return;
+    }
     events::kafka_log_options o;
     o.bootstrap_servers = shared_kafka_bootstrap();
     o.topic = "projections-" + name_;
@@ -41,7 +41,6 @@ public:
     o.replication_factor = 1;
     o.min_insync_replicas = 1; // a single broker
     log_ = std::make_unique<events::kafka_log>(o);
-#endif
   }
 
   events::event_log& operator*() {
