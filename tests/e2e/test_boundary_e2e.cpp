@@ -21,8 +21,8 @@
 #define BOOST_TEST_MODULE boundary_e2e
 #include "tests/e2e/api_e2e_support.hpp"
 
-#include <dirent.h>
 #include <cstdlib>
+#include <dirent.h>
 #include <filesystem>
 #include <set>
 #include <sys/stat.h>

@@ -43,16 +43,10 @@ public:
     log_ = std::make_unique<events::kafka_log>(o);
   }
 
-  events::event_log& operator*() {
-    return *log_;
-  }
-  events::event_log* operator->() {
-    return log_.get();
-  }
+  events::event_log& operator*() { return *log_; }
+  events::event_log* operator->() { return log_.get(); }
   // A name unique to this log, for schemas.
-  const std::string& name() const {
-    return name_;
-  }
+  const std::string& name() const { return name_; }
 
 private:
   std::optional<temp_dir> dir_;
