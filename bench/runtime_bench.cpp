@@ -9,6 +9,9 @@
 //              waited for after each cycle, outside it
 //   fs_pause, resume   filesystem pause and resume with 10 MiB in the writable layer
 //   concurrent_running how many idle sandboxes ran at once (all checked with an exec)
+//   exec       `true` through the driver on one running sandbox (<runtime>_exec_p50_ms,
+//              through its agent), interleaved with its floor host_exec_p50_ms: fork and
+//              exec of /bin/true on the host through the same process runner
 //   hardening  what each layer of the boundary costs (docs/performance.md): the raw
 //              runtime's create and exec on bundles without and with the user namespace
 //              (an idmapped template) and the seccomp filter; exec with and without the
@@ -261,6 +264,40 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
     must(d.usage("pause")->writable_bytes >= (10u << 20), "layer keeps 10 MiB");
     must(d.remove("pause"), "remove pause");
   }
+
+  // exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host.
+  std::vector<double> execs, host_execs;
+  {
+    create_request req;
+    req.id = "exec";
+    must(d.create(req), "create exec");
+    must(d.start("exec"), "start exec");
+    exec_request e;
+    e.argv = {"true"};
+    process_options host;
+    host.argv = {"/bin/true"};
+    for (int i = 0; i < 10; ++i) // warm
+      must(d.exec("exec", e), "exec true");
+    for (int i = 0; i < std::max(50, iterations * 5); ++i) {
+      auto t0 = clock_type::now();
+      auto r = d.exec("exec", e);
+      execs.push_back(ms_since(t0));
+      must(r, "exec true");
+      must(r->exit_code == 0, "exec true exit code " + std::to_string(r->exit_code));
+      t0 = clock_type::now();
+      auto h = run_process(host);
+      host_execs.push_back(ms_since(t0));
+      must(h.exit_code == 0, "/bin/true on the host");
+    }
+    must(d.remove("exec"), "remove exec");
+  }
+  out[name + "_exec_p50_ms"] = round2(percentile(execs, 0.5));
+  out[name + "_exec_p99_ms"] = round2(percentile(execs, 0.99));
+  out["host_exec_p50_ms"] = round2(percentile(host_execs, 0.5));
+  std::printf("%s exec `true` through the driver: p50 %.2f ms p99 %.2f ms; floor host_exec_p50_ms "
+              "%.2f ms (fork+exec of /bin/true on the host, same run)\n",
+              name.c_str(), percentile(execs, 0.5), percentile(execs, 0.99),
+              percentile(host_execs, 0.5));
 
   // Idle sandboxes running at once: all started, then each proven alive by an exec.
   int running = 0;
