@@ -21,17 +21,18 @@ function(sandboxd_library folder)
 endfunction()
 
 # sandboxd_test(NAME name SOURCES ... LIBS ... LABELS unit|integration|runtime
-#               [FIXTURES ...] [TIMEOUT s] [RUN_SERIAL])
+#               [FIXTURES ...] [TIMEOUT s] [COST s] [RUN_SERIAL])
 # One Boost.Test binary, registered with ctest under the given labels.
 function(sandboxd_test)
-  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT" "SOURCES;LIBS;LABELS;FIXTURES" ${ARGN})
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT;COST" "SOURCES;LIBS;LABELS;FIXTURES"
+    ${ARGN})
   sandboxd_test_binary(NAME ${ARG_NAME} SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS})
   set(_serial)
   if(ARG_RUN_SERIAL)
     set(_serial RUN_SERIAL)
   endif()
   sandboxd_test_run(NAME ${ARG_NAME} BINARY ${ARG_NAME} LABELS ${ARG_LABELS}
-    FIXTURES ${ARG_FIXTURES} TIMEOUT "${ARG_TIMEOUT}" ${_serial})
+    FIXTURES ${ARG_FIXTURES} TIMEOUT "${ARG_TIMEOUT}" COST "${ARG_COST}" ${_serial})
 endfunction()
 
 # sandboxd_test_binary(NAME name SOURCES ... LIBS ...)
@@ -44,14 +45,20 @@ function(sandboxd_test_binary)
   target_compile_definitions(${ARG_NAME} PRIVATE BOOST_TEST_DYN_LINK BOOST_TEST_NO_MAIN)
 endfunction()
 
-# sandboxd_test_run(NAME name BINARY target [ENV VAR=value ...] LABELS ...
-#                   [FIXTURES ...] [TIMEOUT s] [RUN_SERIAL])
+# sandboxd_test_run(NAME name BINARY target [ENV VAR=value ...] [ARGS ...] LABELS ...
+#                   [FIXTURES ...] [TIMEOUT s] [COST s] [RUN_SERIAL])
 # One more ctest entry for a test binary built once: a variant (another log, another
 # runtime) is the same binary run with its own environment, not the same sources compiled
-# again (docs/development.md, "The rule for a new test").
+# again (docs/development.md, "The rule for a new test"). ARGS go to Boost.Test (a
+# --run_test filter for cases that have nothing to test in a variant). COST is the entry's
+# usual seconds: ctest -j starts the costliest entries first, so a fresh clone (no
+# Testing/Temporary/CTestCostData.txt yet) does not end the run waiting on a long entry that
+# happened to be declared last.
 function(sandboxd_test_run)
-  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;BINARY;TIMEOUT" "ENV;LABELS;FIXTURES" ${ARGN})
-  add_test(NAME ${ARG_NAME} COMMAND ${ARG_BINARY} --color_output=no --log_level=test_suite)
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;BINARY;TIMEOUT;COST" "ENV;ARGS;LABELS;FIXTURES"
+    ${ARGN})
+  add_test(NAME ${ARG_NAME} COMMAND ${ARG_BINARY} --color_output=no --log_level=test_suite
+    ${ARG_ARGS})
   if(NOT ARG_TIMEOUT)
     set(ARG_TIMEOUT 600)
   endif()
@@ -66,4 +73,34 @@ function(sandboxd_test_run)
   if(ARG_RUN_SERIAL)
     set_tests_properties(${ARG_NAME} PROPERTIES RUN_SERIAL TRUE)
   endif()
+  if(ARG_COST)
+    set_tests_properties(${ARG_NAME} PROPERTIES COST ${ARG_COST})
+  endif()
+endfunction()
+
+# sandboxd_driver_test(NAME name SOURCES ... LIBS ... DRIVERS hollow|crun|runsc ...
+#                      [LABELS ...] [TIMEOUT s] [COST s] [RUN_SERIAL])
+# A runtime or attack suite built once and run once per driver: the entries name_<driver>,
+# each with SANDBOXD_TEST_DRIVER=<driver> in its environment
+# (tests/runtime/driver_under_test.hpp). Without LABELS the hollow entry is `unit` and the
+# others are `runtime`.
+function(sandboxd_driver_test)
+  cmake_parse_arguments(ARG "RUN_SERIAL" "NAME;TIMEOUT;COST" "SOURCES;LIBS;DRIVERS;LABELS" ${ARGN})
+  sandboxd_test_binary(NAME ${ARG_NAME} SOURCES ${ARG_SOURCES} LIBS ${ARG_LIBS})
+  set(_serial)
+  if(ARG_RUN_SERIAL)
+    set(_serial RUN_SERIAL)
+  endif()
+  foreach(_driver ${ARG_DRIVERS})
+    if(ARG_LABELS)
+      set(_labels ${ARG_LABELS})
+    elseif(_driver STREQUAL "hollow")
+      set(_labels unit)
+    else()
+      set(_labels runtime)
+    endif()
+    sandboxd_test_run(NAME ${ARG_NAME}_${_driver} BINARY ${ARG_NAME}
+      ENV SANDBOXD_TEST_DRIVER=${_driver} LABELS ${_labels} TIMEOUT "${ARG_TIMEOUT}"
+      COST "${ARG_COST}" ${_serial})
+  endforeach()
 endfunction()

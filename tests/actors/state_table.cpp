@@ -1,6 +1,8 @@
 // state_table.cpp — parsing docs/state-machine.md and classifying states and commands.
 #include "tests/actors/state_table.hpp"
 
+#include "tests/support/build_tree.hpp"
+
 #include "base/utf8.hpp"
 #include "network/policy.hpp"
 
@@ -72,9 +74,7 @@ cell parse_cell(const std::string& text) {
 }
 
 std::string source_dir() {
-  if (const char* dir = std::getenv("SANDBOXD_SOURCE_DIR"))
-    return dir;
-  return SANDBOXD_SOURCE_DIR_DEFAULT;
+  return sandboxd::test::source_tree();
 }
 
 bool path_ok(const std::string& p) {

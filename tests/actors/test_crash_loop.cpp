@@ -5,7 +5,8 @@
 // step, that no sandbox is left in a transitional state, and that no runtime sandbox is
 // orphaned (or missing). Every other round the worker's log fails appends at random, both
 // not stored and maybe stored (written, lost, late).
-// Built twice: hollow driver (50 rounds) and crun (SANDBOXD_CRASH_LOOP_CRUN, fewer rounds).
+// One binary, two ctest entries: the hollow driver (50 rounds) and, with
+// SANDBOXD_CRASH_LOOP_DRIVER=crun in the environment, crun (fewer rounds).
 // The randomness (kill moments, workloads, faults) comes from one printed seed;
 // SANDBOXD_TEST_SEED replays it.
 #define BOOST_TEST_MODULE crash_loop
@@ -24,6 +25,7 @@
 #include <sys/stat.h>
 
 #include <csignal>
+#include <cstdlib>
 #include <fcntl.h>
 #include <fstream>
 #include <optional>
@@ -37,25 +39,32 @@ using sandboxd::actors::sandbox_status;
 
 namespace {
 
-#ifdef SANDBOXD_CRASH_LOOP_CRUN
-constexpr const char* k_driver = "crun";
-constexpr int k_rounds = 8;
-constexpr int k_min_ms = 400, k_max_ms = 1500;
-#else
-constexpr const char* k_driver = "hollow";
-constexpr int k_rounds = 50;
-constexpr int k_min_ms = 60, k_max_ms = 400;
-#endif
+// The driver of this run, its rounds and the range of a round's length.
+struct loop_plan {
+  const char* driver;
+  int rounds;
+  int min_ms, max_ms;
+};
+
+bool on_crun() {
+  const char* v = std::getenv("SANDBOXD_CRASH_LOOP_DRIVER");
+  return v && std::string(v) == "crun";
+}
+
+const loop_plan k_plan =
+  on_crun() ? loop_plan{"crun", 8, 400, 1500} : loop_plan{"hollow", 50, 60, 400};
+const char* const k_driver = k_plan.driver;
+const int k_rounds = k_plan.rounds;
+const int k_min_ms = k_plan.min_ms, k_max_ms = k_plan.max_ms;
 
 std::unique_ptr<runtime::driver> make_driver(const std::string& dir) {
-#ifdef SANDBOXD_CRASH_LOOP_CRUN
-  runtime::oci_options o;
-  o.runtime = runtime::oci_runtime::crun;
-  o.data_dir = dir + "/runtime";
-  return std::make_unique<runtime::oci_driver>(o);
-#else
+  if (on_crun()) {
+    runtime::oci_options o;
+    o.runtime = runtime::oci_runtime::crun;
+    o.data_dir = dir + "/runtime";
+    return std::make_unique<runtime::oci_driver>(o);
+  }
   return std::make_unique<runtime::hollow_driver>(runtime::hollow_options{dir + "/runtime", {}});
-#endif
 }
 
 // Starts the worker; with a fault seed, its log fails appends at random.
@@ -63,14 +72,14 @@ pid_t spawn_worker(const std::string& dir, std::uint64_t seed,
                    std::optional<std::uint64_t> fault_seed) {
   const std::string s = std::to_string(seed);
   const std::string f = fault_seed ? std::to_string(*fault_seed) : std::string();
+  const std::string worker = sandboxd::test::beside_this_binary("crash_loop_worker");
   const pid_t pid = ::fork();
   if (pid == 0) {
     int fd = ::open((dir + "/worker.out").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(fd, 1);
     ::dup2(fd, 2);
-    ::execl(SANDBOXD_CRASH_LOOP_WORKER, SANDBOXD_CRASH_LOOP_WORKER, k_driver, dir.c_str(),
-            s.c_str(), fault_seed ? f.c_str() : static_cast<char*>(nullptr),
-            static_cast<char*>(nullptr));
+    ::execl(worker.c_str(), worker.c_str(), k_driver, dir.c_str(), s.c_str(),
+            fault_seed ? f.c_str() : static_cast<char*>(nullptr), static_cast<char*>(nullptr));
     ::_exit(127);
   }
   return pid;
@@ -118,20 +127,16 @@ bool is_transitional(sandbox_status s) {
          s == sandbox_status::resuming || s == sandbox_status::deleting;
 }
 
-#ifdef SANDBOXD_CRASH_LOOP_CRUN
 boost::test_tools::assertion_result crun_usable(boost::unit_test::test_unit_id) {
   boost::test_tools::assertion_result r(true);
+  if (!on_crun())
+    return r;
   if (auto why = runtime::oci_unavailable(runtime::oci_runtime::crun)) {
     r = false;
     r.message() << "crun cannot run sandboxes here: " << *why;
   }
   return r;
 }
-#else
-boost::test_tools::assertion_result crun_usable(boost::unit_test::test_unit_id) {
-  return true;
-}
-#endif
 
 } // namespace
 

@@ -37,7 +37,7 @@ std::string read_all(const std::string& path) {
 class daemon_process {
 public:
   daemon_process(std::vector<std::string> args, std::string out) : out_(std::move(out)) {
-    args.insert(args.begin(), SANDBOXD_BIN);
+    args.insert(args.begin(), built_program("apps/sandboxd"));
     pid_ = spawn_logged(args, out_);
   }
   ~daemon_process() {

@@ -26,6 +26,16 @@
 
 namespace sandboxd::test {
 
+// The programs under test: this build's sandboxd and sandboxctl (build_tree.hpp).
+inline const std::string& sandboxd_bin() {
+  static const std::string p = built_program("apps/sandboxd");
+  return p;
+}
+inline const std::string& sandboxctl_bin() {
+  static const std::string p = built_program("apps/sandboxctl");
+  return p;
+}
+
 namespace utf = boost::unit_test;
 using nlohmann::json;
 
@@ -95,7 +105,7 @@ private:
     ++starts_;
     exited_ = false;
     status_ = 0;
-    std::vector<std::string> args{SANDBOXD_BIN, "--data-dir", dir_.data()};
+    std::vector<std::string> args{sandboxd_bin(), "--data-dir", dir_.data()};
     args.insert(args.end(), flags_.begin(), flags_.end());
     pid_ = spawn_logged(args, log_path(), false, dir_.path());
     const bool ready = eventually(
@@ -303,7 +313,7 @@ inline ctl_result ctl(const daemon_process& d, const std::vector<std::string>& a
                       ctl_options o = {}) {
   o.env.emplace("SANDBOXD_ADDR", d.address());
   o.env.emplace("SANDBOXD_TOKEN", d.token());
-  auto r = run_process(SANDBOXCTL_BIN, args, o);
+  auto r = run_process(sandboxctl_bin(), args, o);
   expect_documented_json(args, r);
   return r;
 }

@@ -58,6 +58,7 @@ long_exec& the_long_exec() {
     long_exec e;
     e.out_path = shared().dir().path() + "/long-exec.out";
     e.started = std::chrono::steady_clock::now();
+    const std::string ctl = sandboxctl_bin(); // nothing is allocated in the child
     e.pid = ::fork();
     if (e.pid == 0) {
       const int fd = ::open(e.out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
@@ -65,7 +66,7 @@ long_exec& the_long_exec() {
       ::dup2(fd, 2);
       ::setenv("SANDBOXD_ADDR", shared().address().c_str(), 1);
       ::setenv("SANDBOXD_TOKEN", shared().token().c_str(), 1);
-      ::execl(SANDBOXCTL_BIN, SANDBOXCTL_BIN, "exec", shared_sandbox().c_str(), "--", "sh", "-c",
+      ::execl(ctl.c_str(), ctl.c_str(), "exec", shared_sandbox().c_str(), "--", "sh", "-c",
               "sleep 90; echo finished after 90 s", static_cast<char*>(nullptr));
       ::_exit(127);
     }
@@ -562,7 +563,7 @@ BOOST_AUTO_TEST_CASE(events_of_the_whole_log_follow_and_start_at_an_offset) {
     o.env["SANDBOXD_ADDR"] = d.address();
     o.env["SANDBOXD_TOKEN"] = d.token();
     followed = run_process("/usr/bin/timeout",
-                           {"-s", "INT", "8", SANDBOXCTL_BIN, "--json", "events", "--follow"}, o);
+                           {"-s", "INT", "8", sandboxctl_bin(), "--json", "events", "--follow"}, o);
   });
   std::this_thread::sleep_for(1s);
   const auto id = create(d, {"--runtime", "crun", "--memory", "64"});
@@ -807,7 +808,7 @@ BOOST_AUTO_TEST_CASE(output_arrives_while_the_command_runs, *utf::precondition(c
   ctl_result r;
   std::thread runner([&] {
     r = run_process("/bin/sh",
-                    {"-c", std::string(SANDBOXCTL_BIN) + " exec " + id +
+                    {"-c", sandboxctl_bin() + " exec " + id +
                              " -- sh -c 'echo first; while [ ! -e /tmp/go-streamed ]; do sleep "
                              "0.05; done; echo second' > " +
                              out},
@@ -949,8 +950,7 @@ BOOST_AUTO_TEST_CASE(a_large_copy_shows_progress_on_a_terminal, *utf::preconditi
   o.env["SANDBOXD_TOKEN"] = d.token();
   auto r = run_process(
     "/usr/bin/script",
-    {"-qec",
-     std::string(SANDBOXCTL_BIN) + " cp-in " + local + " " + id + " /workspace/progress.bin",
+    {"-qec", sandboxctl_bin() + " cp-in " + local + " " + id + " /workspace/progress.bin",
      "/dev/null"},
     o);
   BOOST_TEST(r.exit_code == 0, r);

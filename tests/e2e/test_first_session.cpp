@@ -69,7 +69,7 @@ BOOST_AUTO_TEST_CASE(the_first_session_runs_as_written, *utf::precondition(a_run
   // where scripts/start ran.
   const std::string dir = d.dir().path();
   std::filesystem::create_directory_symlink(d.data(), dir + "/var");
-  std::filesystem::create_directory_symlink(SANDBOXD_BUILD_DIR, dir + "/build");
+  std::filesystem::create_directory_symlink(binary_dir(), dir + "/build");
   std::ofstream(dir + "/session.sh") << blocks[2];
 
   ctl_options o;

@@ -39,8 +39,8 @@ public:
 
   void start() {
     const std::string log = log_path(++starts_);
-    std::vector<std::string> args{SANDBOXD_BIN, "--data-dir", dir_.data(), "--runtime",
-                                  "hollow",     "--postgres", postgres_};
+    std::vector<std::string> args{sandboxd_bin(), "--data-dir", dir_.data(), "--runtime",
+                                  "hollow",       "--postgres", postgres_};
     pid_ = ::fork();
     if (pid_ == 0) {
       const int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
@@ -81,7 +81,7 @@ public:
     ctl_options o;
     o.env.emplace("SANDBOXD_ADDR", address());
     o.env.emplace("SANDBOXD_TOKEN", token_);
-    return run_process(SANDBOXCTL_BIN, args, o);
+    return run_process(sandboxctl_bin(), args, o);
   }
 
 private:

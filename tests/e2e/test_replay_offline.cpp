@@ -33,7 +33,7 @@ void set_clock(const std::string& path, std::int64_t ns) {
 }
 
 ctl_result offline(const std::vector<std::string>& args) {
-  return run_process(SANDBOXCTL_BIN, args, {});
+  return run_process(sandboxctl_bin(), args, {});
 }
 
 std::vector<json> replay_lines(const std::vector<std::string>& args) {

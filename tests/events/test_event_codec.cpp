@@ -6,6 +6,7 @@
 
 #include "events/event.hpp"
 #include "tests/events/sample_events.hpp"
+#include "tests/support/build_tree.hpp"
 
 #include <cstdlib>
 #include <cstring>
@@ -21,8 +22,7 @@ namespace fs = std::filesystem;
 namespace {
 
 std::string golden_dir() {
-  const char* dir = std::getenv("SANDBOXD_SOURCE_DIR");
-  return std::string(dir ? dir : SANDBOXD_SOURCE_DIR_DEFAULT) + "/tests/golden";
+  return sandboxd::test::source_tree() + "/tests/golden";
 }
 
 std::string read_file(const fs::path& p) {

@@ -1,9 +1,9 @@
 // The event_log conformance suite: what every event log guarantees, run against each
-// implementation. The same source is built three times (tests/events/CMakeLists.txt):
-// SANDBOXD_LOG_UNDER_TEST selects file_log, kafka_log on the real broker of the ctest
-// fixture, kafka_log on librdkafka's mock cluster, or kafka_log with fenced (transactional)
-// appends on the real broker, whose offsets increase but are not dense (commit markers take
-// offsets).
+// implementation. One binary, one ctest entry per log (tests/events/CMakeLists.txt):
+// SANDBOXD_LOG_UNDER_TEST in the environment selects file_log (`file`), kafka_log on the real
+// broker of the ctest fixture (`kafka`), kafka_log on librdkafka's mock cluster
+// (`kafka_mock`), or kafka_log with fenced (transactional) appends on the real broker
+// (`kafka_fenced`), whose offsets increase but are not dense (commit markers take offsets).
 #define BOOST_TEST_MODULE log_conformance
 #include <boost/test/unit_test.hpp>
 
@@ -19,9 +19,12 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -32,86 +35,94 @@ namespace {
 
 constexpr std::int32_t k_partitions = 8;
 
-#define SANDBOXD_LOG_FILE 1
-#define SANDBOXD_LOG_KAFKA_BROKER 2
-#define SANDBOXD_LOG_KAFKA_MOCK 3
-#define SANDBOXD_LOG_KAFKA_FENCED 4
+enum class log_kind { file, kafka_broker, kafka_mock, kafka_fenced };
+
+log_kind kind_from_environment() {
+  const char* v = std::getenv("SANDBOXD_LOG_UNDER_TEST");
+  const std::string s = v ? v : "";
+  if (s == "file")
+    return log_kind::file;
+  if (s == "kafka")
+    return log_kind::kafka_broker;
+  if (s == "kafka_mock")
+    return log_kind::kafka_mock;
+  if (s == "kafka_fenced")
+    return log_kind::kafka_fenced;
+  std::fprintf(stderr,
+               "test_log_conformance: SANDBOXD_LOG_UNDER_TEST is '%s'; it names the log under "
+               "test: file, kafka, kafka_mock or kafka_fenced (the ctest entries set it)\n",
+               s.c_str());
+  std::exit(2);
+}
+
+const log_kind k_log = kind_from_environment();
 
 // Whether the n-th record of a partition has offset n (every log but fenced kafka_log).
-constexpr bool k_dense = SANDBOXD_LOG_UNDER_TEST != SANDBOXD_LOG_KAFKA_FENCED;
+const bool k_dense = k_log != log_kind::kafka_fenced;
 
-// Where one test's log lives; open() may be called again after the previous log is gone.
-class log_place {
-public:
-  virtual ~log_place() = default;
-  virtual std::unique_ptr<event_log> open() = 0;
-};
-
-#if SANDBOXD_LOG_UNDER_TEST == SANDBOXD_LOG_FILE
-class place final : public log_place {
-public:
-  std::unique_ptr<event_log> open() override {
-    file_log_options o;
-    o.dir = dir_.path() + "/log";
-    o.partitions = k_partitions;
-    o.segment_bytes = 256 << 10; // small, so the suite crosses segment boundaries
-    return std::make_unique<file_log>(o);
-  }
-
-private:
-  sandboxd::test::temp_dir dir_{"log-conformance"};
-};
-#else
 std::string fresh_topic() {
   static std::atomic<int> n{0};
   return "conformance-" + std::to_string(::getpid()) + "-" + std::to_string(n++);
 }
 
-class place final : public log_place {
+// Where one test's log lives; open() may be called again after the previous log is gone.
+class place {
 public:
   place() {
-#if SANDBOXD_LOG_UNDER_TEST == SANDBOXD_LOG_KAFKA_MOCK
-    // The mock cluster has no admin API: the topic is made here, as in production the
-    // admin API makes it (which the real-broker build of this suite exercises).
-    mock_.create_topic(topic_, k_partitions);
-    bootstrap_ = mock_.bootstrap();
-#else
-    bootstrap_ = sandboxd::test::shared_kafka_bootstrap();
-#endif
-  }
-  std::unique_ptr<event_log> open() override {
-#if SANDBOXD_LOG_UNDER_TEST == SANDBOXD_LOG_KAFKA_MOCK
-    return std::make_unique<kafka_log>(
-      sandboxd::test::mock_cluster_log(bootstrap_, topic_, k_partitions));
-#elif SANDBOXD_LOG_UNDER_TEST == SANDBOXD_LOG_KAFKA_FENCED
-    if (!member_) {
-      // The topic first (an idempotent log makes it with the configs kafka_log requires),
-      // then the membership every transaction commits with.
-      { kafka_log made(sandboxd::test::single_broker_log(bootstrap_, topic_, k_partitions)); }
-      member_ = std::make_unique<sandboxd::test::kafka_group_member>(bootstrap_, topic_ + ".owners",
-                                                                     topic_);
-      BOOST_REQUIRE(member_->wait_generation_after(0, 60s));
+    if (k_log == log_kind::file) {
+      dir_.emplace("log-conformance");
+    } else if (k_log == log_kind::kafka_mock) {
+      // The mock cluster has no admin API: the topic is made here, as in production the
+      // admin API makes it (which the real-broker entries of this suite exercise).
+      mock_.emplace();
+      mock_->create_topic(topic_, k_partitions);
+      bootstrap_ = mock_->bootstrap();
+    } else {
+      bootstrap_ = sandboxd::test::shared_kafka_bootstrap();
     }
-    auto o = sandboxd::test::single_broker_log(bootstrap_, topic_, k_partitions);
-    o.transactional_id = topic_ + ".writer";
-    o.writer = "conformance";
-    o.group_metadata = [m = member_.get()] { return m->metadata(); };
-    return std::make_unique<kafka_log>(o);
-#else
+  }
+
+  std::unique_ptr<event_log> open() {
+    switch (k_log) {
+    case log_kind::file: {
+      file_log_options o;
+      o.dir = dir_->path() + "/log";
+      o.partitions = k_partitions;
+      o.segment_bytes = 256 << 10; // small, so the suite crosses segment boundaries
+      return std::make_unique<file_log>(o);
+    }
+    case log_kind::kafka_mock:
+      return std::make_unique<kafka_log>(
+        sandboxd::test::mock_cluster_log(bootstrap_, topic_, k_partitions));
+    case log_kind::kafka_fenced: {
+      if (!member_) {
+        // The topic first (an idempotent log makes it with the configs kafka_log requires),
+        // then the membership every transaction commits with.
+        { kafka_log made(sandboxd::test::single_broker_log(bootstrap_, topic_, k_partitions)); }
+        member_ = std::make_unique<sandboxd::test::kafka_group_member>(bootstrap_,
+                                                                       topic_ + ".owners", topic_);
+        BOOST_REQUIRE(member_->wait_generation_after(0, 60s));
+      }
+      auto o = sandboxd::test::single_broker_log(bootstrap_, topic_, k_partitions);
+      o.transactional_id = topic_ + ".writer";
+      o.writer = "conformance";
+      o.group_metadata = [m = member_.get()] { return m->metadata(); };
+      return std::make_unique<kafka_log>(o);
+    }
+    case log_kind::kafka_broker:
+      break;
+    }
     return std::make_unique<kafka_log>(
       sandboxd::test::single_broker_log(bootstrap_, topic_, k_partitions));
-#endif
   }
 
 private:
-#if SANDBOXD_LOG_UNDER_TEST == SANDBOXD_LOG_KAFKA_MOCK
-  sandboxd::test::kafka_mock_cluster mock_;
-#endif
+  std::optional<sandboxd::test::temp_dir> dir_;
+  std::optional<sandboxd::test::kafka_mock_cluster> mock_;
   std::string topic_ = fresh_topic();
   std::unique_ptr<sandboxd::test::kafka_group_member> member_;
   std::string bootstrap_;
 };
-#endif
 
 // A record whose value says which key and which position in that key's history it is.
 log_record keyed(const std::string& key, int seq) {

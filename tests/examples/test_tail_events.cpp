@@ -55,8 +55,7 @@ struct sample {
 };
 
 std::string python_env_problem() {
-  const std::string build =
-    std::getenv("SANDBOXD_BINARY_DIR") ? std::getenv("SANDBOXD_BINARY_DIR") : SANDBOXD_BUILD_DIR;
+  const std::string build = test::binary_dir();
   auto r = test::run_shell(shell_quote(test::source_dir() + "/scripts/python-env") + " " +
                            shell_quote(build) + " 2>&1");
   if (r.exit_code != 0)
@@ -76,7 +75,8 @@ boost::test_tools::assertion_result python_env(boost::unit_test::test_unit_id) {
 }
 
 std::vector<std::string> tail(const std::string& args) {
-  auto r = test::run_shell(std::string(TAIL_EVENTS_BIN) + " " + args + " 2>/dev/null");
+  auto r = test::run_shell(shell_quote(test::built_program("examples/tail_events")) + " " + args +
+                           " 2>/dev/null");
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "tail_events " << args << ": " << r.output);
   return sorted_lines(r.output);
 }
@@ -127,8 +127,7 @@ BOOST_AUTO_TEST_CASE(the_python_consumer_prints_what_the_cpp_one_prints,
   const sample s;
   const std::string topic = s.to_topic();
   const auto bootstrap = test::shared_kafka_bootstrap();
-  const std::string build =
-    std::getenv("SANDBOXD_BINARY_DIR") ? std::getenv("SANDBOXD_BINARY_DIR") : SANDBOXD_BUILD_DIR;
+  const std::string build = test::binary_dir();
   auto r = test::run_shell(shell_quote(build + "/venv/bin/python") + " " +
                            shell_quote(test::source_dir() + "/examples/python/tail_events.py") +
                            " --brokers " + shell_quote(bootstrap) + " --topic " +

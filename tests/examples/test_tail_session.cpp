@@ -23,8 +23,7 @@ namespace events = sandboxd::events;
 namespace {
 
 std::string build_dir() {
-  return std::getenv("SANDBOXD_BINARY_DIR") ? std::getenv("SANDBOXD_BINARY_DIR")
-                                            : SANDBOXD_BUILD_DIR;
+  return binary_dir();
 }
 
 boost::test_tools::assertion_result python_env(utf::test_unit_id) {
@@ -49,7 +48,7 @@ std::vector<std::string> sorted_lines(const std::string& out) {
 }
 
 std::vector<std::string> cpp_tail(const std::string& args) {
-  auto r = run_shell(std::string(TAIL_EVENTS_BIN) + " " + args + " 2>&1");
+  auto r = run_shell(shell_quote(built_program("examples/tail_events")) + " " + args + " 2>&1");
   BOOST_REQUIRE_MESSAGE(r.exit_code == 0, "tail_events " << args << ": " << r.output);
   return sorted_lines(r.output);
 }

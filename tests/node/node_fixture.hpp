@@ -1,8 +1,8 @@
 // node_fixture — what the node tests share: a data directory that a guardian cleans even
 // when the test dies (containers deleted, overlays unmounted, processes working in it
 // killed, the directory removed), the event log under test (file_log, or kafka_log on the
-// real broker: SANDBOXD_NODE_LOG 1 or 2), configs, command builders and the log's view of
-// one sandbox.
+// real broker: SANDBOXD_NODE_LOG=kafka in the environment), configs, command builders and
+// the log's view of one sandbox.
 #pragma once
 
 #include "actors/control_plane.hpp"
@@ -22,6 +22,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -95,27 +96,45 @@ inline std::string unique_name(const std::string& prefix) {
   return prefix + std::to_string(::getpid()) + "_" + std::to_string(n++);
 }
 
-// The node's log: file_log in the data directory, or a new topic on the shared broker.
-inline void use_log_under_test(nd::node_config& c, std::int32_t partitions = 4) {
-  c.partitions = partitions;
-#if SANDBOXD_NODE_LOG == 2
-  c.log = nd::log_kind::kafka;
-  c.kafka.brokers = shared_kafka_bootstrap();
-  c.kafka.topic = unique_name("node-");
-  c.kafka.replication_factor = 1;
-  c.kafka.min_insync_replicas = 1;
-#else
-  c.log = nd::log_kind::file;
-#endif
+// The event log a node runs on in a test.
+enum class test_log { file, kafka };
+
+// The log under test of a binary that runs on one log: kafka with SANDBOXD_NODE_LOG=kafka in
+// the environment (the ctest entry says which), else file.
+inline test_log log_under_test() {
+  const char* v = std::getenv("SANDBOXD_NODE_LOG");
+  return v && std::string(v) == "kafka" ? test_log::kafka : test_log::file;
 }
 
-// A node on `dir`: the log under test, the given runtimes, and either the embedded
-// PostgreSQL or a schema of its own on the binary's shared test server.
+// A Boost.Test precondition: the log under test is Kafka.
+inline boost::test_tools::assertion_result log_under_test_is_kafka(boost::unit_test::test_unit_id) {
+  boost::test_tools::assertion_result r(log_under_test() == test_log::kafka);
+  if (!r)
+    r.message() << "about Kafka topics; the log under test is the file log (SANDBOXD_NODE_LOG)";
+  return r;
+}
+
+// The node's log: file_log in the data directory, or a new topic on the shared broker.
+inline void use_log(nd::node_config& c, test_log log, std::int32_t partitions = 4) {
+  c.partitions = partitions;
+  if (log == test_log::kafka) {
+    c.log = nd::log_kind::kafka;
+    c.kafka.brokers = shared_kafka_bootstrap();
+    c.kafka.topic = unique_name("node-");
+    c.kafka.replication_factor = 1;
+    c.kafka.min_insync_replicas = 1;
+  } else {
+    c.log = nd::log_kind::file;
+  }
+}
+
+// A node on `dir`: the given log (the log under test unless said), the given runtimes, and
+// either the embedded PostgreSQL or a schema of its own on the binary's shared test server.
 inline nd::node_config node_config_for(const node_dir& dir, std::vector<ev::runtime_kind> runtimes,
-                                       bool embedded_postgres) {
+                                       bool embedded_postgres, test_log log = log_under_test()) {
   nd::node_config c;
   c.data_dir = dir.data();
-  use_log_under_test(c);
+  use_log(c, log);
   if (!embedded_postgres) {
     c.postgres = pg_server::shared().conninfo();
     c.schema = unique_name("node_");

@@ -22,7 +22,7 @@ using sandboxd::test::driver_usable;
 
 namespace {
 
-constexpr bool is_runsc = driver_under_test::kind == oci_runtime::runsc;
+const bool is_runsc = driver_under_test::kind == oci_runtime::runsc;
 
 struct fixture : driver_fixture {
   oci_driver& oci() { return static_cast<oci_driver&>(*d); }

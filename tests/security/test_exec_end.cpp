@@ -41,7 +41,7 @@ struct fixture : attack_fixture {
   // Under crun, one command line per host process of the sandbox's cgroup; empty under
   // runsc (its processes live in gVisor's kernel).
   std::string on_host(const std::string& id) {
-    if constexpr (driver_under_test::kind != oci_runtime::crun)
+    if (driver_under_test::kind != oci_runtime::crun)
       return {};
     auto& oci = dynamic_cast<oci_driver&>(*d);
     std::ifstream procs("/sys/fs/cgroup/memory" + oci.cgroup_path(id) + "/cgroup.procs");

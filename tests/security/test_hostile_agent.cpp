@@ -12,6 +12,7 @@
 
 #include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
+#include "tests/support/build_tree.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -137,7 +138,7 @@ BOOST_AUTO_TEST_CASE(a_hostile_agent_fails_its_own_sandbox_and_slows_no_other) {
     a.needs_exec = needs_exec;
     attacks.push_back(std::move(a));
   }
-  const std::string program = file_bytes(SANDBOXD_HOSTILE_AGENT);
+  const std::string program = file_bytes(beside_this_binary("hostile_agent"));
   BOOST_REQUIRE(!program.empty());
   auto* d = n.driver(k_kind);
   for (auto& a : attacks) {

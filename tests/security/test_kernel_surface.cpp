@@ -24,7 +24,7 @@ using sandboxd::test::driver_usable;
 
 namespace {
 
-constexpr bool is_crun = driver_under_test::kind == oci_runtime::crun;
+const bool is_crun = driver_under_test::kind == oci_runtime::crun;
 
 // The host processes of a sandbox: crun's container init (its pid in the runtime's
 // state) and its children; runsc's sandbox and gofer (their command lines name the

@@ -95,13 +95,7 @@ int free_port() {
 }
 
 std::string source_dir() {
-  if (const char* s = std::getenv("SANDBOXD_SOURCE_DIR"))
-    return s;
-#ifdef SANDBOXD_SOURCE_DIR_DEFAULT
-  return SANDBOXD_SOURCE_DIR_DEFAULT;
-#else
-  return std::filesystem::current_path().string();
-#endif
+  return source_tree();
 }
 
 } // namespace sandboxd::test

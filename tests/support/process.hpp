@@ -1,6 +1,8 @@
 // Small process helpers for tests: run a shell command and capture its output.
 #pragma once
 
+#include "tests/support/build_tree.hpp"
+
 #include <string>
 #include <vector>
 
@@ -32,7 +34,8 @@ std::string shell_quote(const std::string& s);
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
 
-// The repository root (SANDBOXD_SOURCE_DIR, set by ctest, or found from the binary).
+// The repository root (SANDBOXD_SOURCE_DIR, set by ctest, or found from the binary's build
+// directory: build_tree.hpp).
 std::string source_dir();
 
 } // namespace sandboxd::test
