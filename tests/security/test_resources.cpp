@@ -1,9 +1,9 @@
 // Attacks on shared resources and on the meters: a disk filler hits its own quota while
 // another sandbox and the node keep writing; a tree nested past PATH_MAX and a directory
 // swapped for a symlink to the host's root while metering are metered as what they
-// hold; list_dir of a directory with 1,000,000 entries answers with the cap; a
-// double-forked, setsid'd sleep is gone after its exec's timeout. Built once per
-// runtime.
+// hold; list_dir of a directory with 200,000 entries (200 times its cap) answers with the
+// cap; a double-forked, setsid'd sleep is gone after its exec's timeout. Built once and run
+// once per runtime.
 #define BOOST_TEST_MODULE attack_resources
 #include <boost/test/unit_test.hpp>
 
@@ -97,13 +97,15 @@ BOOST_FIXTURE_TEST_CASE(a_directory_swapped_for_a_symlink_while_metering_counts_
   }
 }
 
-BOOST_FIXTURE_TEST_CASE(list_dir_of_a_million_entries_answers_with_the_cap, fixture) {
+BOOST_FIXTURE_TEST_CASE(list_dir_of_200000_entries_answers_with_the_cap, fixture) {
   limits l;
   l.max_dir_entries = 1000;
   running("many", l);
   BOOST_TEST_REQUIRE(sh("many", "mkdir /workspace/big").exit_code == 0);
   // Made directly on the layer while the sandbox is filesystem-paused (nothing mounted
-  // on it), by two threads: a million symlinks, the cheapest entries.
+  // on it), by two threads: 200,000 symlinks, the cheapest entries. (A million took 70-170 s
+  // to make on the btrfs layer; what is checked, 1,000 entries and `truncated`, is the same
+  // at 200 times the cap.)
   BOOST_TEST_REQUIRE(d->pause("many", pause_mode::filesystem).ok());
   std::string big = upper("many") + "/workspace/big";
   auto make = [&](int from, int to) {
@@ -118,11 +120,11 @@ BOOST_FIXTURE_TEST_CASE(list_dir_of_a_million_entries_answers_with_the_cap, fixt
   };
   auto t0 = clock_type::now();
   bool ok1 = false, ok2 = false;
-  std::thread a([&] { ok1 = make(0, 500000); });
-  ok2 = make(500000, 1000000);
+  std::thread a([&] { ok1 = make(0, 100000); });
+  ok2 = make(100000, 200000);
   a.join();
   BOOST_TEST_REQUIRE((ok1 && ok2));
-  BOOST_TEST_MESSAGE("made 1,000,000 entries in "
+  BOOST_TEST_MESSAGE("made 200,000 entries in "
                      << std::chrono::duration<double>(clock_type::now() - t0).count() << " s");
   for (int pass = 0; pass < 2; ++pass) { // offline, then running
     auto t = clock_type::now();
@@ -131,7 +133,7 @@ BOOST_FIXTURE_TEST_CASE(list_dir_of_a_million_entries_answers_with_the_cap, fixt
     BOOST_TEST_REQUIRE(listing.ok(), (listing ? "" : listing.err().message));
     BOOST_TEST(listing->entries.size() == 1000u);
     BOOST_TEST(listing->truncated);
-    BOOST_TEST_MESSAGE("list_dir of 1,000,000 entries (cap 1000): " << ms << " ms");
+    BOOST_TEST_MESSAGE("list_dir of 200,000 entries (cap 1000): " << ms << " ms");
     if (pass == 0)
       BOOST_TEST_REQUIRE(d->resume("many").ok());
   }
