@@ -17,6 +17,8 @@
 //                       control plane in-process (actor, log, no RPC);
 //   exec_vs_driver      exec_p50_ms / driver_exec_p50_ms;
 //   stream_mib_per_s    `head -c 256M /dev/zero` streamed to the client's output callback;
+//   node_stream_mib_per_s, driver_stream_mib_per_s  references, same run: the same stream
+//                       on the node in-process (no RPC) and on the crun driver alone;
 //   stream_floor_mib_per_s the same 256 MiB through a unix socket pair, 256 KiB writes;
 //   read_file_mib_per_s a 64 MiB file read through Sandbox.readFile (best of 3);
 //   read_file_floor_mib_per_s the same size of host file read into a unix socket pair.
@@ -159,7 +161,9 @@ double median(std::vector<double> v) {
 
 struct node_figures {
   double exec_p50_ms = 0, driver_exec_p50_ms = 0, node_exec_p50_ms = 0, stream_mib_per_s = 0,
-         stream_floor_mib_per_s = 0, read_file_mib_per_s = 0, read_file_floor_mib_per_s = 0;
+         stream_floor_mib_per_s = 0, read_file_mib_per_s = 0, read_file_floor_mib_per_s = 0,
+         node_stream_mib_per_s = 0, driver_stream_mib_per_s = 0;
+  std::uint64_t driver_stream_chunks = 0;
 };
 
 // MiB/s of `bytes` through a unix socket pair: `fill(buf)` gives each write's bytes (false:
@@ -286,6 +290,40 @@ std::optional<node_figures> measure_node() {
     if (!st.ok() || got != k_stream)
       failure = "stream: " + (st.ok() ? std::to_string(got) + " bytes arrived" : st.err().message);
     f.stream_mib_per_s = double(k_stream >> 20) / stream_s;
+    // Where a stream's time goes: the same bytes through the node in-process (actor, output
+    // hash; no RPC) and through the driver alone (the agent, no node).
+    const std::vector<std::string> head = {"head", "-c", std::to_string(k_stream), "/dev/zero"};
+    {
+      std::promise<actors::op_result<events::exec_finished>> p;
+      actors::exec_request x;
+      x.argv = head;
+      x.max_output_bytes = k_stream;
+      std::uint64_t on_node = 0;
+      const auto n0 = steady::now();
+      n.plane().exec(
+        id, actors::caller{"bench", "bench", "api-bench"}, std::move(x),
+        [&](runtime::output_stream, std::string_view b) { on_node += b.size(); },
+        [&p](actors::op_result<events::exec_finished> r) { p.set_value(std::move(r)); });
+      auto pr = p.get_future().get();
+      f.node_stream_mib_per_s = double(k_stream >> 20) / (ms_between(n0, steady::now()) / 1000);
+      if ((!pr.ok() || on_node != k_stream) && failure.empty())
+        failure = "stream on the node: " + std::to_string(on_node) + " bytes arrived";
+    }
+    {
+      runtime::exec_request e;
+      e.argv = head;
+      e.max_output_bytes = k_stream;
+      std::uint64_t on_driver = 0;
+      e.on_output = [&](runtime::output_stream, std::string_view b) {
+        on_driver += b.size();
+        ++f.driver_stream_chunks;
+      };
+      const auto d0 = steady::now();
+      auto dr = driver->exec(id, e);
+      f.driver_stream_mib_per_s = double(k_stream >> 20) / (ms_between(d0, steady::now()) / 1000);
+      if ((!dr || on_driver != k_stream) && failure.empty())
+        failure = "stream on the driver: " + std::to_string(on_driver) + " bytes arrived";
+    }
     std::uint64_t floor_sent = 0;
     f.stream_floor_mib_per_s = socket_floor_mib_per_s(k_stream, [&](std::string& chunk) {
       if (floor_sent == k_stream)
@@ -475,6 +513,13 @@ int main(int argc, char** argv) {
     std::printf("  exec_vs_driver       %.2f\n", exec_ratio);
     std::printf("  stream_mib_per_s     %.0f  (head -c 256M /dev/zero streamed to the client)\n",
                 nf->stream_mib_per_s);
+    std::printf(
+      "  node_stream_mib_per_s %.0f  (reference: the same stream on the node in-process)\n",
+      nf->node_stream_mib_per_s);
+    std::printf("  driver_stream_mib_per_s %.0f  (reference: the same stream on the driver alone, "
+                "in %llu chunks)\n",
+                nf->driver_stream_mib_per_s,
+                static_cast<unsigned long long>(nf->driver_stream_chunks));
     std::printf("  stream_floor_mib_per_s %.0f  (floor: 256 MiB through a unix socket pair; "
                 "target >= 0.5 of it)\n",
                 nf->stream_floor_mib_per_s);
@@ -489,7 +534,8 @@ int main(int argc, char** argv) {
     std::printf("{\"get_calls_per_s\":%s,\"echo_calls_per_s\":%s,\"get_vs_echo\":%.3f,"
                 "\"version_calls_per_s\":%s,\"in_flight\":%d,\"exec_p50_ms\":%s,"
                 "\"driver_exec_p50_ms\":%s,\"node_exec_p50_ms\":%s,\"exec_vs_driver\":%s,"
-                "\"stream_mib_per_s\":%s,\"stream_floor_mib_per_s\":%s,"
+                "\"stream_mib_per_s\":%s,\"node_stream_mib_per_s\":%s,"
+                "\"driver_stream_mib_per_s\":%s,\"stream_floor_mib_per_s\":%s,"
                 "\"read_file_mib_per_s\":%s,\"read_file_floor_mib_per_s\":%s}\n",
                 figure(get_rate).c_str(), figure(echo_rate).c_str(), ratio,
                 figure(version_rate).c_str(), in_flight,
@@ -498,6 +544,8 @@ int main(int argc, char** argv) {
                 figure_or_null(nf, &node_figures::node_exec_p50_ms, "%.3f").c_str(),
                 nf ? (std::to_string(exec_ratio)).c_str() : "null",
                 figure_or_null(nf, &node_figures::stream_mib_per_s, "%.0f").c_str(),
+                figure_or_null(nf, &node_figures::node_stream_mib_per_s, "%.0f").c_str(),
+                figure_or_null(nf, &node_figures::driver_stream_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::stream_floor_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::read_file_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::read_file_floor_mib_per_s, "%.0f").c_str());

@@ -24,21 +24,21 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_EXECS 200                /* four descriptors each, under RLIMIT_NOFILE 1024 */
-#define OUT_HIGH (2u << 20)          /* pipes are not read while more waits for the socket */
-#define DRAIN_BUDGET (1u << 20)      /* read per stream after the program's end, at most */
-#define BACKSTOP_MS 5000             /* after the timeout, should the guard not report */
+#define MAX_EXECS 200           /* four descriptors each, under RLIMIT_NOFILE 1024 */
+#define OUT_HIGH (2u << 20)     /* pipes are not read while more waits for the socket */
+#define DRAIN_BUDGET (1u << 20) /* read per stream after the program's end, at most */
+#define BACKSTOP_MS 5000        /* after the timeout, should the guard not report */
 #define STDIN_CREDIT_BATCH (64u << 10)
 
 struct exec {
   int used;
   uint32_t id;
-  pid_t guard;         /* unreaped while > 0 */
-  int guard_ended;     /* reaped (status in guard_status) */
+  pid_t guard;     /* unreaped while > 0 */
+  int guard_ended; /* reaped (status in guard_status) */
   int guard_status;
   int fd_status, fd_out[2], fd_in; /* -1 once closed; fd_out[0] stdout, [1] stderr */
-  int started;         /* SBA_STARTED was put: output may follow */
-  int ended;           /* the program's end is known (wait_status, timed_out) */
+  int started;                     /* SBA_STARTED was put: output may follow */
+  int ended;                       /* the program's end is known (wait_status, timed_out) */
   int wait_status;
   int timed_out;
   uint64_t credit;
@@ -46,7 +46,7 @@ struct exec {
   uint64_t seen[2];
   uint64_t drained[2]; /* read since the end */
   int truncated;
-  char* in_buf;        /* SBA_STDIN_WINDOW bytes */
+  char* in_buf; /* SBA_STDIN_WINDOW bytes */
   size_t in_len;
   int in_end, in_broken;
   uint32_t in_uncredited;
@@ -68,10 +68,17 @@ static size_t in_off = 0, in_len = 0;
 static unsigned char* out = NULL;
 static size_t out_len = 0, out_sent = 0, out_cap = 0;
 /* The last frame put, which more output of the same stream may extend while none of it
- * has been sent: coalescing, with no delay added. */
+ * has been sent: coalescing. An output frame that is the last thing put is held back from
+ * the socket while it is smaller than HOLD_BYTES and younger than HOLD_US, so that a program
+ * writing fast (8 KiB a write, as busybox's head or cat do) fills a few large frames instead
+ * of many small ones (each a wake-up and a hand-off on the host); any frame put after it, the
+ * exec's end included, sends it at once, so a command's last output is never delayed. */
 static size_t last_off = (size_t)-1;
 static uint8_t last_kind = 0;
 static uint32_t last_stream_of_frame = 0;
+static int64_t last_born_us = 0;
+#define HOLD_BYTES (128u << 10)
+#define HOLD_US 1000
 
 static unsigned char scratch[64 << 10];
 
@@ -79,6 +86,12 @@ static int64_t now_ms(void) {
   struct timespec t;
   clock_gettime(CLOCK_MONOTONIC, &t);
   return (int64_t)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static int64_t now_us(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000 + t.tv_nsec / 1000;
 }
 
 static void put32(unsigned char* p, uint32_t v) {
@@ -402,8 +415,8 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
      * the group is never orphaned and the kernel never sends it SIGHUP and SIGCONT (which
      * would undo a stop and end the program). */
     setpgid(0, 0);
-    struct guard_spec g = {s.argv, s.envp, s.cwd, pi[0], po[1], pe[1], s.timeout_ms,
-                           s.builtin, ps[1]};
+    struct guard_spec g = {s.argv, s.envp,       s.cwd,     pi[0], po[1],
+                           pe[1],  s.timeout_ms, s.builtin, ps[1]};
     int timed_out;
     if (guard_run(&g, &timed_out) < 0) {
       dprintf(pe[1], "cannot start the program: %s\n", strerror(errno));
@@ -449,9 +462,9 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
 /* Reads one chunk of stream `k` of `e` into the socket's buffer (or drops it past the cap);
  * -1 at end of file or error (closed), 0 when nothing was there, else the bytes read. */
 static ssize_t read_output(struct exec* e, int k) {
-  uint64_t room = e->max_output == 0 ? UINT64_MAX
+  uint64_t room = e->max_output == 0           ? UINT64_MAX
                   : e->seen[k] < e->max_output ? e->max_output - e->seen[k]
-                                                : 0;
+                                               : 0;
   ssize_t n;
   if (room == 0) {
     n = read(e->fd_out[k], scratch, sizeof scratch);
@@ -466,9 +479,12 @@ static ssize_t read_output(struct exec* e, int k) {
     if (want > room)
       want = room;
     uint8_t kind = k == 0 ? SBA_OUT : SBA_ERR;
+    /* Extend the last frame while at least 4 KiB fit in it, reading no more than fits. */
     int extend = last_off != (size_t)-1 && last_off >= out_sent && last_kind == kind &&
                  last_stream_of_frame == e->id &&
-                 get32(out + last_off) + want <= SBA_MAX_CHUNK;
+                 get32(out + last_off) + (4u << 10) <= SBA_MAX_CHUNK;
+    if (extend && want > SBA_MAX_CHUNK - get32(out + last_off))
+      want = SBA_MAX_CHUNK - get32(out + last_off);
     unsigned char* at = out_reserve(extend ? want : SBA_HEADER_BYTES + want);
     if (at == NULL)
       return 0;
@@ -484,6 +500,7 @@ static ssize_t read_output(struct exec* e, int k) {
       } else {
         put_header(at, kind, e->id, (uint32_t)n);
         last_off = out_len;
+        last_born_us = now_us();
         last_kind = kind;
         last_stream_of_frame = e->id;
         out_len += SBA_HEADER_BYTES + (size_t)n;
@@ -578,7 +595,7 @@ static int finish(struct exec* e) {
         break;
       if (n == 0) {
         if (e->credit == 0 && (e->max_output == 0 || e->seen[k] < e->max_output))
-          return 0; /* data may be there; wait for credit */
+          return 0;              /* data may be there; wait for credit */
         close_fd(&e->fd_out[k]); /* nothing more now: what comes later is not waited for */
         break;
       }
@@ -686,9 +703,17 @@ static void read_socket(void) {
   }
 }
 
+/* Where sending stops for now: before a held output frame (above), else at the end. */
+static size_t flush_end(void) {
+  if (last_off != (size_t)-1 && last_off >= out_sent && get32(out + last_off) < HOLD_BYTES &&
+      now_us() - last_born_us < HOLD_US)
+    return last_off;
+  return out_len;
+}
+
 static void flush_socket(void) {
-  while (sock >= 0 && out_sent < out_len) {
-    ssize_t n = send(sock, out + out_sent, out_len - out_sent, MSG_NOSIGNAL);
+  for (size_t end = flush_end(); sock >= 0 && out_sent < end;) {
+    ssize_t n = send(sock, out + out_sent, end - out_sent, MSG_NOSIGNAL);
     if (n > 0) {
       out_sent += (size_t)n;
       continue;
@@ -757,8 +782,10 @@ int agent_main(const char* path) {
     int n = 0;
     pfd[n] = (struct pollfd){sigfd, POLLIN, 0};
     what[n++] = P_SIG;
+    const size_t end = flush_end();
+    const int holding = end < out_len;
     if (sock >= 0) {
-      pfd[n] = (struct pollfd){sock, (short)(POLLIN | (out_sent < out_len ? POLLOUT : 0)), 0};
+      pfd[n] = (struct pollfd){sock, (short)(POLLIN | (out_sent < end ? POLLOUT : 0)), 0};
       what[n++] = P_SOCK;
     }
     int64_t wake = sock < 0 && !replaced ? reconnect_at : INT64_MAX;
@@ -793,6 +820,8 @@ int agent_main(const char* path) {
       int64_t t = wake - now_ms();
       timeout = t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
     }
+    if (holding && timeout != 0)
+      timeout = 1; /* the held frame goes within HOLD_US, rounded up to poll's 1 ms */
     if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
       return 1;
     for (int j = 0; j < n; ++j) {

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <sys/stat.h>
 #include <thread>
@@ -166,6 +167,48 @@ BOOST_FIXTURE_TEST_CASE(exec_streams_output_to_the_callback, fixture) {
   BOOST_TEST(seen_out == "one\nthree\n");
   BOOST_TEST(seen_err == "two\n");
   BOOST_TEST(res->stdout_data == seen_out);
+}
+
+// The agent coalesces a fast writer's pipe reads (busybox's head writes 8 KiB at a time)
+// into large frames, and holds a small frame back for at most about a millisecond: a line
+// written before a pause still arrives at once, not when the command ends.
+BOOST_FIXTURE_TEST_CASE(fast_output_comes_in_large_chunks_and_slow_output_at_once, fixture) {
+  running("coalesce");
+  constexpr std::size_t k_bytes = 8u << 20;
+  std::size_t got = 0, chunks = 0;
+  exec_request fast;
+  fast.argv = {"head", "-c", std::to_string(k_bytes), "/dev/zero"};
+  fast.max_output_bytes = k_bytes;
+  fast.on_output = [&](output_stream, std::string_view chunk) {
+    got += chunk.size();
+    ++chunks;
+  };
+  auto f = d->exec("coalesce", fast);
+  BOOST_TEST_REQUIRE(f.ok());
+  BOOST_TEST(f->exit_code == 0);
+  BOOST_TEST(got == k_bytes);
+  // One chunk per 8 KiB write would be 1,024; frames of 128 KiB and more make at most 64.
+  BOOST_TEST(chunks <= 256u, chunks << " chunks for " << k_bytes << " bytes");
+
+  using clock = std::chrono::steady_clock;
+  std::string seen;
+  std::optional<clock::duration> first_after;
+  exec_request slow;
+  slow.argv = {"/bin/sh", "-c", "echo first; sleep 2; echo second"};
+  const auto t0 = clock::now();
+  slow.on_output = [&](output_stream, std::string_view chunk) {
+    if (!first_after)
+      first_after = clock::now() - t0;
+    seen.append(chunk);
+  };
+  auto s = d->exec("coalesce", slow);
+  BOOST_TEST_REQUIRE(s.ok());
+  BOOST_TEST(seen == "first\nsecond\n");
+  BOOST_TEST_REQUIRE(first_after.has_value());
+  BOOST_TEST(std::chrono::duration_cast<std::chrono::milliseconds>(*first_after).count() < 1000,
+             "the first line came "
+               << std::chrono::duration_cast<std::chrono::milliseconds>(*first_after).count()
+               << " ms after the start, with the command's end");
 }
 
 BOOST_FIXTURE_TEST_CASE(stdin_is_passed_byte_for_byte_and_absent_stdin_is_eof, fixture) {
