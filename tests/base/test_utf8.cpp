@@ -17,8 +17,8 @@ const std::string fffd = "\xEF\xBF\xBD";
 }
 
 BOOST_AUTO_TEST_CASE(well_formed_text_is_text_and_kept) {
-  for (const std::string s : {""s, "plain ascii"s, "caf\xC3\xA9"s, "\xE2\x82\xAC 5"s,
-                              "\xF0\x9F\x98\x80"s, "\xF4\x8F\xBF\xBF"s, "\xED\x9F\xBF"s}) {
+  for (const std::string& s : {""s, "plain ascii"s, "caf\xC3\xA9"s, "\xE2\x82\xAC 5"s,
+                               "\xF0\x9F\x98\x80"s, "\xF4\x8F\xBF\xBF"s, "\xED\x9F\xBF"s}) {
     BOOST_TEST(is_utf8(s), s);
     BOOST_TEST(is_text(s), s);
     BOOST_TEST(text_of(s) == s);
@@ -26,7 +26,7 @@ BOOST_AUTO_TEST_CASE(well_formed_text_is_text_and_kept) {
 }
 
 BOOST_AUTO_TEST_CASE(malformed_sequences_are_not_text) {
-  for (const std::string s :
+  for (const std::string& s :
        {"\xFF"s, "\xC0\xAF"s /* overlong '/' */, "\xE0\x80\xAF"s /* overlong */,
         "\xED\xA0\x80"s /* surrogate */, "\xF4\x90\x80\x80"s /* past U+10FFFF */,
         "\xC3"s /* cut short */, "\x80"s /* lone continuation */, "\xF5\x80\x80\x80"s})
