@@ -11,7 +11,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
+#include <string>
 
 namespace sandboxd::actors {
 
@@ -38,6 +40,8 @@ struct actor_context {
   clock_fn clock;
   std::chrono::milliseconds passivate_after{5000};
   events::nanoseconds sample_interval{0};
+  // control_plane_options::template_use.
+  std::function<void(const std::string&, const std::string&, bool)> template_use;
 };
 
 } // namespace sandboxd::actors

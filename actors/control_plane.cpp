@@ -190,6 +190,12 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
     },
     std::chrono::milliseconds(1000));
   m.ctx.wakeups = m.wakeups.get();
+  m.ctx.template_use = m.options.template_use;
+  if (m.ctx.template_use)
+    for (const auto& e : recovered.sandboxes)
+      if (!e.template_id.empty() && e.status != sandbox_status::absent &&
+          e.status != sandbox_status::deleted)
+        m.ctx.template_use(e.sandbox_id, e.template_id, true);
   auto seed = std::make_shared<directory_seed>();
   seed->sandboxes = std::move(recovered.sandboxes);
   m.directory = spawn_sandbox_directory(*m.system, &m.ctx, seed);

@@ -85,6 +85,12 @@ struct control_plane_options {
   std::chrono::milliseconds passivate_after{5000};
   // Running and paused sandboxes get a storage_sampled event this often (and at pause).
   events::nanoseconds storage_sample_interval = std::chrono::minutes(10);
+  // Told which template each live sandbox uses (created.content.id), for the template
+  // registry's "in use" rule: once for every live sandbox recovery found, before the first
+  // command, then whenever a sandbox's `created` (in_use) or `deleted` (not) is durable. Runs
+  // on an actor's thread: it must be quick and must not block. May be empty.
+  std::function<void(const std::string& sandbox_id, const std::string& template_id, bool in_use)>
+    template_use;
   // A background snapshot is taken whenever this many records were appended since the
   // last one; 0 disables them (snapshot_now still works).
   std::uint64_t snapshot_every_records = 500000;

@@ -256,6 +256,7 @@ recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers
       e.status = r.state.status;
       e.offsets = std::move(r.offsets);
       e.due = next_deadlines(r.state);
+      e.template_id = r.state.spec.content.id;
       if (!r.state.spec.client_request_id.empty())
         e.idempotency_key = idempotency_key(r.state.tenant, r.state.spec.client_request_id);
       if (is_live(e.status))

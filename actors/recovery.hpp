@@ -34,6 +34,7 @@ struct recovered_entry {
   std::vector<std::int64_t> offsets;
   deadlines due;
   std::string idempotency_key; // empty without a client request id
+  std::string template_id;     // the template its root filesystem is made of (created.content)
 };
 
 struct recovery_report {

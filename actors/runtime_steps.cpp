@@ -44,6 +44,17 @@ std::optional<runtime::create_request> create_request_of(const sandbox_state& s,
   r.limits.disk_bytes = std::uint64_t{s.spec.limits.disk_mib} << 20;
   r.network = s.spec.network.mode == events::network_mode::none ? runtime::network_policy::none
                                                                 : runtime::network_policy::outbound;
+  // The template's layers and environment (created.content); the sandbox's own variables
+  // override the template's of the same name.
+  for (const auto& l : s.spec.content.layers)
+    r.layers.push_back(to_hex(l));
+  for (const auto& v : s.spec.content.env) {
+    bool overridden = false;
+    for (const auto& own : s.spec.env)
+      overridden = overridden || own.name == v.name;
+    if (!overridden && !v.secret)
+      r.env.emplace_back(v.name, v.value);
+  }
   for (const auto& v : s.spec.env) {
     if (!v.secret) {
       r.env.emplace_back(v.name, v.value);

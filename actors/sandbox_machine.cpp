@@ -381,6 +381,8 @@ struct evolver {
 
   void operator()(const events::unknown&) const {}
   void operator()(const events::command_rejected&) const {}
+  // Template events have a stream of their own (events::template_stream_key).
+  void operator()(const events::template_event&) const {}
   void operator()(const events::created& p) const {
     s.spec = p;
     s.tenant = e.tenant;

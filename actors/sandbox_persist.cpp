@@ -109,6 +109,12 @@ void apply_durable(sandbox_actor_state& st, const std::vector<events::event>& ev
       st.execs.finished(*x, e.sequence);
     if (std::holds_alternative<events::storage_sampled>(e.body))
       st.sample_due = e.occurred_at + st.ctx->sample_interval;
+    if (st.ctx->template_use && !st.s.spec.content.id.empty()) {
+      if (std::holds_alternative<events::created>(e.body))
+        st.ctx->template_use(st.id, st.s.spec.content.id, true);
+      else if (std::holds_alternative<events::deleted>(e.body))
+        st.ctx->template_use(st.id, st.s.spec.content.id, false);
+    }
   }
   // Execs whose processes a filesystem pause, a delete or a failure ended.
   st.execs.forget_except(

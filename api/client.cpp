@@ -276,6 +276,67 @@ private:
   std::shared_ptr<const chunk_callback*> on_;
 };
 
+// A template build's progress, handed to the callback on the client's thread as it arrives.
+class progress_sink final : public rpc::TemplateProgress::Server {
+public:
+  explicit progress_sink(std::shared_ptr<const client::progress_callback*> on)
+      : on_(std::move(on)) {}
+
+  kj::Promise<void> progress(ProgressContext context) override {
+    auto p = context.getParams();
+    if (*on_ && **on_)
+      (**on_)(p.getPhase().cStr(), p.getFraction(), p.getOutput().cStr());
+    return kj::READY_NOW;
+  }
+
+private:
+  std::shared_ptr<const client::progress_callback*> on_;
+};
+
+std::string hex_of(capnp::Data::Reader d) {
+  static const char digits[] = "0123456789abcdef";
+  std::string out;
+  for (auto b : d) {
+    out += digits[b >> 4];
+    out += digits[b & 15];
+  }
+  return out;
+}
+
+template_info template_of(rpc::TemplateInfo::Reader t) {
+  template_info x;
+  x.id = t.getId().cStr();
+  x.name = t.getName().cStr();
+  x.scope = t.getScope() == schema::TemplateScope::TENANT ? "tenant" : "global";
+  x.tenant = t.getTenant().cStr();
+  x.status = t.getStatus().cStr();
+  x.source = t.getSource() == schema::TemplateSource::IMPORT ? "import"
+             : t.getSource() == schema::TemplateSource::SPEC ? "spec"
+                                                             : "stock";
+  x.description = t.getDescription().cStr();
+  x.digest = hex_of(t.getDigest());
+  for (auto l : t.getLayers())
+    x.layers.push_back({hex_of(l.getSha256()), l.getBytes()});
+  for (auto e : t.getEnv()) {
+    events::env_var v;
+    v.name = e.getName().cStr();
+    v.value = e.getValue().cStr();
+    v.secret = e.getSecret();
+    x.env.push_back(std::move(v));
+  }
+  x.working_directory = t.getWorkingDirectory().cStr();
+  x.user = t.getUser().cStr();
+  for (auto c : t.getCommand())
+    x.command.emplace_back(c.cStr());
+  x.total_bytes = t.getTotalBytes();
+  x.failure = t.getFailure().cStr();
+  x.created_at_ns = t.getCreatedAtNs();
+  x.settled_at_ns = t.getSettledAtNs();
+  for (auto u : t.getUsedBy())
+    x.used_by.emplace_back(u.cStr());
+  return x;
+}
+
 } // namespace
 
 // The thread's kj event loop, shared by every client of the thread (kj allows one loop per
@@ -495,6 +556,92 @@ result<void> client::redact(const std::string& sandbox_id, const std::string& re
     req.setReason(whole(reason));
     req.send().wait(impl_->ws());
   });
+}
+
+result<std::vector<template_info>> client::list_templates() {
+  return guarded<std::vector<template_info>>([&] {
+    auto t = impl_->session.templatesRequest().send().getTemplates();
+    auto r = t.listRequest().send().wait(impl_->ws());
+    std::vector<template_info> out;
+    for (auto x : r.getTemplates())
+      out.push_back(template_of(x));
+    return out;
+  });
+}
+
+result<template_info> client::get_template(const std::string& name) {
+  return guarded<template_info>([&] {
+    auto req = impl_->session.templatesRequest().send().getTemplates().getRequest();
+    req.setName(whole(name));
+    return template_of(req.send().wait(impl_->ws()).getTemplate());
+  });
+}
+
+result<template_info> client::build_template(const std::string& name,
+                                             const progress_callback& on_progress) {
+  auto on = std::make_shared<const progress_callback*>(&on_progress);
+  auto r = guarded<template_info>([&] {
+    auto req = impl_->session.templatesRequest().send().getTemplates().buildRequest();
+    req.setName(whole(name));
+    if (on_progress)
+      req.setProgress(kj::heap<progress_sink>(on));
+    auto answer = req.send().wait(impl_->ws());
+    impl_->drain();
+    return template_of(answer.getTemplate());
+  });
+  *on = nullptr; // progress that arrives later finds no callback
+  return r;
+}
+
+result<template_info> client::delete_template(const std::string& name) {
+  return guarded<template_info>([&] {
+    auto req = impl_->session.templatesRequest().send().getTemplates().deleteRequest();
+    req.setName(whole(name));
+    return template_of(req.send().wait(impl_->ws()).getTemplate());
+  });
+}
+
+result<template_info> client::import_template(const std::string& name, const std::string& scope,
+                                              const std::string& format,
+                                              const std::string& description,
+                                              const chunk_source& next,
+                                              const progress_callback& on_progress) {
+  if (scope != "tenant" && scope != "global")
+    return make_error(errc::invalid_argument,
+                      "template scope '" + scope + "' is neither tenant nor global");
+  if (format != "rootfs" && format != "image")
+    return make_error(errc::invalid_argument,
+                      "archive format '" + format + "' is neither rootfs nor image");
+  auto on = std::make_shared<const progress_callback*>(&on_progress);
+  auto r = guarded<template_info>([&] {
+    auto req = impl_->session.templatesRequest().send().getTemplates().importArchiveRequest();
+    req.setName(whole(name));
+    req.setScope(scope == "global" ? schema::TemplateScope::GLOBAL : schema::TemplateScope::TENANT);
+    req.setFormat(format == "image" ? rpc::ArchiveFormat::IMAGE : rpc::ArchiveFormat::ROOTFS);
+    req.setDescription(whole(description));
+    if (on_progress)
+      req.setProgress(kj::heap<progress_sink>(on));
+    auto upload = req.send().getUpload();
+    std::string chunk;
+    for (;;) {
+      const auto step = next(chunk);
+      if (step == source_step::failed)
+        throw_error(errc::invalid_argument, "the archive for template " + name +
+                                              " could not be read; nothing was imported");
+      if (step == source_step::end)
+        break;
+      if (chunk.empty())
+        continue;
+      auto w = upload.writeRequest();
+      w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
+      w.send().wait(impl_->ws());
+    }
+    auto answer = upload.commitRequest().send().wait(impl_->ws());
+    impl_->drain();
+    return template_of(answer.getTemplate());
+  });
+  *on = nullptr;
+  return r;
 }
 
 result<sandbox_info> client::set_timeouts(const std::string& sandbox_id,

@@ -172,6 +172,24 @@ public:
   result<void> rename(const std::string& sandbox_id, const std::string& from,
                       const std::string& to);
 
+  // Templates (the global ones and this tenant's own).
+  result<std::vector<template_info>> list_templates();
+  result<template_info> get_template(const std::string& name);
+  // Builds stock template `name` now (admin scope), or answers it when it is ready; the
+  // build's phases and tool output reach `on_progress` (may be empty) as they come.
+  using progress_callback =
+    std::function<void(const std::string& phase, double fraction, const std::string& output)>;
+  result<template_info> build_template(const std::string& name,
+                                       const progress_callback& on_progress = {});
+  result<template_info> delete_template(const std::string& name);
+  // Template `name` made of the archive `next` gives (format "rootfs": a root filesystem
+  // tarball; "image": an OCI image layout or docker save tar), in scope "tenant" (this
+  // tenant's own) or "global" (admin); answers once it is ready.
+  result<template_info> import_template(const std::string& name, const std::string& scope,
+                                        const std::string& format, const std::string& description,
+                                        const chunk_source& next,
+                                        const progress_callback& on_progress = {});
+
   // Admin scope.
   result<bill_report> bill(const std::string& tenant, std::int64_t from_ns, std::int64_t to_ns,
                            bill_grouping by = bill_grouping::sandbox);

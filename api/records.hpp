@@ -201,4 +201,31 @@ struct determinism_check {
   std::vector<state_difference> differences;
 };
 
+// A template as Templates.get answers it (docs/templates.md). Digests in hex.
+struct template_layer_info {
+  std::string sha256;
+  std::uint64_t bytes = 0;
+};
+
+struct template_info {
+  std::string id; // "" for a stock template not built yet
+  std::string name;
+  std::string scope;  // "global" | "tenant"
+  std::string tenant; // tenant scope: the owner
+  std::string status; // "stock" (not built yet), "building", "ready", "failed"
+  std::string source; // "stock" | "import" | "spec"
+  std::string description;
+  std::string digest;                      // ready: the template digest
+  std::vector<template_layer_info> layers; // lowest first
+  std::vector<events::env_var> env;
+  std::string working_directory;
+  std::string user;
+  std::vector<std::string> command;
+  std::uint64_t total_bytes = 0;
+  std::string failure;
+  std::int64_t created_at_ns = 0;
+  std::int64_t settled_at_ns = 0;
+  std::vector<std::string> used_by;
+};
+
 } // namespace sandboxd::api

@@ -88,6 +88,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
   std::unique_ptr<log_follower> follower;
   std::unique_ptr<read_store> store;
   std::unique_ptr<worker_pool> workers;
+  std::unique_ptr<worker_pool> template_workers;
   std::vector<std::string> bound;
   std::vector<std::string> socket_paths;
   std::thread thread;
@@ -136,6 +137,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       loop_bridge bridge(io.unixEventPort);
       stream_wakeups wakeups(options.log->partitions());
       workers = std::make_unique<worker_pool>(options.worker_threads);
+      template_workers = std::make_unique<worker_pool>(2, "sbd-templates");
       if (!options.pg_conninfo.empty())
         store = std::make_unique<read_store>(options.pg_conninfo, options.pg_schema);
       follower = std::make_unique<log_follower>(
@@ -157,6 +159,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       ctx->follower = follower.get();
       ctx->store = store.get();
       ctx->workers = workers.get();
+      ctx->template_workers = template_workers.get();
       ctx->wakeups = &wakeups;
 
       kj::Maybe<kj::Own<kj::TlsContext>> tls;
@@ -216,11 +219,13 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       connections.clear();
       follower->stop();
       workers.reset();
+      template_workers.reset(); // waits for a stock template build in progress
       ctx.reset();
     } catch (...) {
       if (follower)
         follower->stop();
       workers.reset();
+      template_workers.reset();
       if (!started)
         ready.set_exception(std::current_exception());
       else

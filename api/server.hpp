@@ -46,6 +46,9 @@
 namespace sandboxd::actors {
 class control_plane;
 }
+namespace sandboxd::templates {
+class template_registry;
+}
 namespace sandboxd::events {
 class event_log;
 }
@@ -56,8 +59,11 @@ struct server_options {
   std::vector<std::string> listen;        // "unix:PATH", "tcp:HOST:PORT" (port 0: any)
   actors::control_plane* plane = nullptr; // not owned; outlives the server
   events::event_log* log = nullptr;       // the control plane's log
-  const authenticator* auth = nullptr;    // not owned
-  std::string pg_conninfo;                // the read models; "": list/bill/audit unavailable
+  // The node's templates: a create names one (the sandbox's `created` records its content).
+  // Null: template names go to the driver as they are (a hollow-only node).
+  templates::template_registry* templates = nullptr;
+  const authenticator* auth = nullptr; // not owned
+  std::string pg_conninfo;             // the read models; "": list/bill/audit unavailable
   std::string pg_schema = "public";
   create_defaults defaults;
   tenant_quota quota;                         // every tenant's, unless overridden below

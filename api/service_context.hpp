@@ -71,6 +71,9 @@ struct service_context {
   log_follower* follower = nullptr; // thread-safe queries
   read_store* store = nullptr;      // null without PostgreSQL; used on workers
   worker_pool* workers = nullptr;
+  // Template work that may block for minutes (a stock template's first build), kept off
+  // `workers` so that queries never wait behind it.
+  worker_pool* template_workers = nullptr;
   stream_wakeups* wakeups = nullptr;
   std::unordered_map<std::string, std::size_t> connections_by_tenant;
   // The streamed stdin of each exec some handle holds, by tenant, sandbox and exec id:
@@ -97,8 +100,12 @@ struct service_context {
   // it crosses threads once and is never copied).
   template <class T, class F>
   kj::Promise<std::shared_ptr<T>> on_worker(F f) {
+    return on_pool<T>(*workers, std::move(f));
+  }
+  template <class T, class F>
+  kj::Promise<std::shared_ptr<T>> on_pool(worker_pool& pool, F f) {
     auto [promise, done] = bridge->template expect<std::shared_ptr<T>>();
-    workers->post(
+    pool.post(
       [f = std::move(f), done = std::move(done)]() mutable { done(std::make_shared<T>(f())); });
     return kj::mv(promise);
   }
@@ -151,6 +158,8 @@ rpc::Sandbox::Client make_sandbox(std::shared_ptr<service_context> ctx,
                                   std::string sandbox_id);
 rpc::Admin::Client make_admin(std::shared_ptr<service_context> ctx,
                               std::shared_ptr<connection_state> conn, identity who);
+rpc::Templates::Client make_templates(std::shared_ptr<service_context> ctx,
+                                      std::shared_ptr<connection_state> conn, identity who);
 
 // Streams (event_stream.cpp). A watch of one sandbox from a sequence number; a tail of the
 // whole log from offsets. The Handle's last reference going away ends the stream.

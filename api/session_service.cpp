@@ -3,7 +3,12 @@
 #include "api/convert.hpp"
 #include "api/service_context.hpp"
 #include "base/utf8.hpp"
+#include "templates/template_registry.hpp"
 
+#include <spdlog/spdlog.h>
+
+#include <chrono>
+#include <mutex>
 #include <random>
 
 namespace sandboxd::api {
@@ -37,6 +42,29 @@ std::string new_sandbox_id(const tenant_ledger& ledger) {
   }
 }
 
+// A stock template's first build, in the daemon's log: each phase once, its progress at most
+// every five seconds.
+templates::progress_sink log_progress(const std::string& name) {
+  struct last_seen {
+    std::mutex mu;
+    std::string phase;
+    std::chrono::steady_clock::time_point at{};
+  };
+  auto seen = std::make_shared<last_seen>();
+  return [seen, name](const templates::template_progress& p) {
+    std::lock_guard<std::mutex> g(seen->mu);
+    const auto now = std::chrono::steady_clock::now();
+    if (p.phase == seen->phase && now - seen->at < std::chrono::seconds(5))
+      return;
+    seen->phase = p.phase;
+    seen->at = now;
+    if (p.fraction >= 0)
+      spdlog::info("template {}: {} ({:.0f}%)", name, p.phase, 100 * p.fraction);
+    else
+      spdlog::info("template {}: {}", name, p.phase);
+  };
+}
+
 void fill_summary(rpc::SandboxSummary::Builder out, const sandbox_summary& s) {
   out.setId(s.id);
   out.setState(state_of(s.state).value_or(rpc::SandboxState::FAILED));
@@ -59,6 +87,36 @@ void fill_summary(rpc::SandboxSummary::Builder out, const sandbox_summary& s) {
   out.setSequence(s.sequence);
 }
 
+// Submits the create of sandbox `id`; `hold` (may be null) keeps its template until the reply.
+kj::Promise<void> submit_create(
+  std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn, identity who,
+  capnp::CallContext<rpc::Session::CreateParams, rpc::Session::CreateResults> context,
+  events::created spec, const std::string& id, std::shared_ptr<templates::template_hold> hold) {
+  if (hold)
+    spec.content = hold->ref();
+  actors::command c;
+  c.tenant = who.tenant;
+  c.principal = who.principal;
+  c.correlation_id = ctx->correlation_id(*conn);
+  c.body = actors::cmd::create{std::move(spec)};
+  return ctx->submit(id, std::move(c), actors::reply_when::settled)
+    .then([ctx, conn, who, context, id, hold = std::move(hold)](actors::command_reply r) mutable {
+      // A failed create made no sandbox; a retried one answers another sandbox (the one
+      // its client request id made), so this reservation was never needed.
+      if (!r.ok() || r.state.sandbox_id != id)
+        ctx->ledger->release(id);
+      check(r);
+      if (r.state.status == actors::sandbox_status::failed)
+        throw_error(runtime_code_of(r.state.failure_reason),
+                    "sandbox " + r.state.sandbox_id +
+                      " could not be created: " + r.state.failure_reason +
+                      " (it is kept in state failed for inspection; delete it)");
+      auto results = context.getResults();
+      fill(results.initInfo(), r.state);
+      results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
+    });
+}
+
 class session final : public rpc::Session::Server {
 public:
   session(std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn,
@@ -72,28 +130,36 @@ public:
         auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
         auto id = new_sandbox_id(*ctx.ledger);
         check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
-        actors::command c;
-        c.tenant = who_.tenant;
-        c.principal = who_.principal;
-        c.correlation_id = ctx.correlation_id(*conn_);
-        c.body = actors::cmd::create{std::move(spec)};
-        return ctx.submit(id, std::move(c), actors::reply_when::settled)
-          .then(
-            [ctx = ctx_, conn = conn_, who = who_, context, id](actors::command_reply r) mutable {
-              // A failed create made no sandbox; a retried one answers another sandbox (the one
-              // its client request id made), so this reservation was never needed.
-              if (!r.ok() || r.state.sandbox_id != id)
-                ctx->ledger->release(id);
-              check(r);
-              if (r.state.status == actors::sandbox_status::failed)
-                throw_error(runtime_code_of(r.state.failure_reason),
-                            "sandbox " + r.state.sandbox_id +
-                              " could not be created: " + r.state.failure_reason +
-                              " (it is kept in state failed for inspection; delete it)");
-              auto results = context.getResults();
-              fill(results.initInfo(), r.state);
-              results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
-            });
+        auto* registry = ctx.options.templates;
+        if (registry == nullptr || spec.runtime == events::runtime_kind::hollow)
+          return submit_create(ctx_, conn_, who_, context, std::move(spec), id, nullptr);
+        // The template, held until the sandbox's `created` is durable: its content goes into
+        // that event, and it cannot be deleted meanwhile.
+        const templates::asker who{who_.tenant, who_.principal, who_.has_scope("admin")};
+        auto ready = registry->acquire_ready(who, spec.template_name);
+        if (!ready) {
+          ctx.ledger->release(id);
+          throw_error(ready.err());
+        }
+        if (ready.value())
+          return submit_create(ctx_, conn_, who_, context, std::move(spec), id,
+                               std::move(ready).value());
+        // A stock template's first use: built now (minutes), off the loop and the workers.
+        using acquired = result<std::shared_ptr<templates::template_hold>>;
+        auto name = spec.template_name;
+        return ctx
+          .on_pool<acquired>(
+            *ctx.template_workers,
+            [registry, who, name] { return registry->acquire(who, name, log_progress(name)); })
+          .then([ctx = ctx_, conn = conn_, who = who_, context, spec = std::move(spec),
+                 id](std::shared_ptr<acquired> held) mutable -> kj::Promise<void> {
+            if (!*held) {
+              ctx->ledger->release(id);
+              throw_error(held->err());
+            }
+            return submit_create(ctx, conn, who, context, std::move(spec), id,
+                                 std::move(*held).value());
+          });
       });
   }
 
@@ -179,6 +245,11 @@ public:
                   "principal " + who_.principal + " of tenant " + who_.tenant +
                     " has no admin scope; use a token with the admin scope");
     context.getResults().setAdmin(make_admin(ctx_, conn_, who_));
+    return kj::READY_NOW;
+  }
+
+  kj::Promise<void> templates(TemplatesContext context) override {
+    context.getResults().setTemplates(make_templates(ctx_, conn_, who_));
     return kj::READY_NOW;
   }
 

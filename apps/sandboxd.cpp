@@ -176,6 +176,10 @@ int main(int argc, char** argv) {
                                       "memory MiB of a tenant's live sandboxes (0: no limit)");
   auto* quota_disk = app.add_option("--quota-disk-mib", flags.quota_disk_mib,
                                     "disk MiB of a tenant's live sandboxes (0: no limit)");
+  auto* template_cache =
+    app.add_option("--template-cache", flags.template_cache,
+                   "where stock template tarballs are kept between data directories (default "
+                   "$SANDBOXD_CACHE/templates or ~/.cache/sandboxd/templates; none: nowhere)");
   app.add_flag("--print-config", print_config,
                "print the effective settings as a config file and exit");
   std::string clock_file;
@@ -244,6 +248,8 @@ int main(int argc, char** argv) {
     settings.quota_memory_mib = flags.quota_memory_mib;
   if (given(quota_disk))
     settings.quota_disk_mib = flags.quota_disk_mib;
+  if (given(template_cache))
+    settings.template_cache = flags.template_cache;
 
   auto checked = sn::to_daemon_config(settings);
   if (!checked.value) {
@@ -309,6 +315,7 @@ int main(int argc, char** argv) {
     }
     o.plane = &node.plane();
     o.log = &node.log();
+    o.templates = node.templates();
     o.auth = &auth;
     o.pg_conninfo = node.conninfo();
     o.pg_schema = node.schema();

@@ -92,6 +92,15 @@ struct payload_fields {
     j.update(timeouts_json(p.timeouts));
     if (!p.client_request_id.empty())
       j["request_id"] = p.client_request_id;
+    if (!p.content.id.empty()) { // the exact template content the root filesystem is made of
+      j["template_id"] = p.content.id;
+      if (p.content.digest)
+        j["template_digest"] = to_hex(*p.content.digest);
+      json layers = json::array();
+      for (const auto& l : p.content.layers)
+        layers.push_back(to_hex(l));
+      j["template_layers"] = layers;
+    }
     return j;
   }
   json operator()(const events::started&) const { return json::object(); }
@@ -205,6 +214,56 @@ struct payload_fields {
     j["reason"] = p.reason;
     if (p.repeats)
       j["repeats"] = p.repeats;
+    return j;
+  }
+  json operator()(const events::template_event& p) const {
+    json j{{"template_id", p.template_id},
+           {"name", p.name},
+           {"scope", events::to_string(p.scope)},
+           {"change", std::string(events::change_name(p.change))}};
+    std::visit(
+      [&j](const auto& c) {
+        using T = std::decay_t<decltype(c)>;
+        if constexpr (std::is_same_v<T, events::template_created>) {
+          j["source"] = events::to_string(c.source);
+          j["description"] = c.description;
+          if (!c.parent_id.empty())
+            j["parent_id"] = c.parent_id;
+        } else if constexpr (std::is_same_v<T, events::template_layer_added>) {
+          j["index"] = c.index;
+          j["layer"] = to_hex(c.sha256);
+          j["bytes"] = c.bytes;
+          j["entries"] = c.entries;
+          j["origin"] = c.origin;
+          put_if(j, "reused", c.reused);
+        } else if constexpr (std::is_same_v<T, events::template_step_started>) {
+          j["index"] = c.index;
+          j["instruction"] = c.instruction;
+        } else if constexpr (std::is_same_v<T, events::template_step_finished>) {
+          j["index"] = c.index;
+          j["outcome"] = events::to_string(c.outcome);
+          put_if(j, "cached", c.cached);
+          j["exit_code"] = c.exit_code;
+          j["duration_seconds"] = seconds_json(c.duration);
+          if (c.layer)
+            j["layer"] = to_hex(*c.layer);
+          put_failure(j, c.failure);
+        } else if constexpr (std::is_same_v<T, events::template_ready>) {
+          j["digest"] = to_hex(c.digest);
+          json layers = json::array();
+          for (const auto& l : c.layers)
+            layers.push_back(to_hex(l.sha256));
+          j["layers"] = layers;
+          j["bytes"] = c.total_bytes;
+        } else if constexpr (std::is_same_v<T, events::template_failed>) {
+          put_failure(j, c.failure);
+        } else if constexpr (std::is_same_v<T, events::template_deleted>) {
+          j["reason"] = c.reason;
+        } else {
+          j["ordinal"] = c.ordinal;
+        }
+      },
+      p.change);
     return j;
   }
   json operator()(const events::connection_closed& p) const {

@@ -21,7 +21,8 @@ namespace s = sandboxd::schema;
 // covers zero-sized list elements, which Cap'n Proto charges as one word each.
 constexpr std::uint64_t k_traversal_words_per_word = 4;
 constexpr std::uint64_t k_traversal_words_min = 64;
-// Our schema nests Event > Created > NetworkPolicy > List > Text: five levels.
+// Our schema nests at most six levels: Event > Created > TemplateRef > List > EnvVar > Text,
+// and Event > TemplateEvent > TemplateReady > List > TemplateLayer > Data.
 constexpr int k_nesting_limit = 8;
 
 // A fault in the bytes, reported as the decode error.
@@ -105,6 +106,76 @@ net_destination get_destination(s::Destination::Reader d) {
   return out;
 }
 
+// A digest that must be there (32 bytes).
+sha256_digest required_digest(capnp::Data::Reader d, const char* field) {
+  auto v = get_digest(d, field);
+  if (!v)
+    throw bad_record{std::string(field) + " is empty"};
+  return *v;
+}
+
+void read_template_change(s::TemplateEvent::Change::Reader r, template_change& out) {
+  using W = s::TemplateEvent::Change;
+  switch (r.which()) {
+  case W::CREATED: {
+    auto c = r.getCreated();
+    out = template_created{open_enum<template_source>(c.getSource()), str(c.getDescription()),
+                           get_digest(c.getInputSha256(), "TemplateCreated.inputSha256"),
+                           str(c.getParentId())};
+    return;
+  }
+  case W::LAYER_ADDED: {
+    auto c = r.getLayerAdded();
+    out = template_layer_added{
+      c.getIndex(),       required_digest(c.getSha256(), "TemplateLayerAdded.sha256"),
+      c.getBytes(),       c.getEntries(),
+      str(c.getOrigin()), c.getReused()};
+    return;
+  }
+  case W::STEP_STARTED: {
+    auto c = r.getStepStarted();
+    out = template_step_started{c.getIndex(), str(c.getInstruction()),
+                                get_digest(c.getCacheKey(), "TemplateStepStarted.cacheKey")};
+    return;
+  }
+  case W::STEP_FINISHED: {
+    auto c = r.getStepFinished();
+    auto& p = out.emplace<template_step_finished>();
+    p.index = c.getIndex();
+    p.outcome = open_enum<op_outcome>(c.getOutcome());
+    p.cached = c.getCached();
+    p.exit_code = c.getExitCode();
+    p.duration = nanoseconds(c.getDurationNs());
+    p.layer = get_digest(c.getLayer(), "TemplateStepFinished.layer");
+    p.output_bytes = c.getOutputBytes();
+    p.failure = get_failure(c);
+    return;
+  }
+  case W::READY: {
+    auto c = r.getReady();
+    auto& p = out.emplace<template_ready>();
+    p.digest = required_digest(c.getDigest(), "TemplateReady.digest");
+    for (auto l : c.getLayers())
+      p.layers.push_back({required_digest(l.getSha256(), "TemplateLayer.sha256"), l.getBytes()});
+    p.env = get_env(c.getEnv());
+    set(p.working_directory, c.getWorkingDirectory());
+    set(p.user, c.getUser());
+    p.command = get_texts(c.getCommand());
+    p.total_bytes = c.getTotalBytes();
+    return;
+  }
+  case W::FAILED: {
+    auto f = get_failure(r.getFailed());
+    out = template_failed{f ? *f : error{errc::internal, ""}};
+    return;
+  }
+  case W::DELETED:
+    out = template_deleted{str(r.getDeleted().getReason())};
+    return;
+  }
+  out = template_unknown{static_cast<std::uint16_t>(r.which())};
+}
+
 // Fills `out` (a default payload) in place: the payload is never moved.
 void read_payload(s::Event::Payload::Reader r, payload& out) {
   using W = s::Event::Payload;
@@ -124,6 +195,20 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     p.runtime = open_enum<runtime_kind>(c.getRuntime());
     p.client_request_id = str(c.getClientRequestId());
     p.env = get_env(c.getEnv());
+    if (c.hasContent()) {
+      auto t = c.getContent();
+      set(p.content.id, t.getId());
+      p.content.digest = get_digest(t.getDigest(), "TemplateRef.digest");
+      for (auto l : t.getLayers()) {
+        auto d = get_digest(l, "TemplateRef.layers");
+        if (!d)
+          throw bad_record{"TemplateRef.layers holds an empty digest"};
+        p.content.layers.push_back(*d);
+      }
+      p.content.env = get_env(t.getEnv());
+      set(p.content.working_directory, t.getWorkingDirectory());
+      set(p.content.user, t.getUser());
+    }
     return;
   }
   case W::STARTED:
@@ -281,6 +366,15 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     auto c = r.getCommandRejected();
     out = command_rejected{open_enum<command_kind>(c.getCommand()), open_enum<errc>(c.getCode()),
                            str(c.getMessage())};
+    return;
+  }
+  case W::TEMPLATE: {
+    auto t = r.getTemplate();
+    auto& p = out.emplace<template_event>();
+    set(p.template_id, t.getTemplateId());
+    set(p.name, t.getName());
+    p.scope = open_enum<template_scope>(t.getScope());
+    read_template_change(t.getChange(), p.change);
     return;
   }
   }

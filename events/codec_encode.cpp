@@ -90,6 +90,70 @@ void put_destination(s::Destination::Builder b, const net_destination& d) {
   b.setNameResolves(d.name_resolves);
 }
 
+struct template_writer {
+  mutable s::TemplateEvent::Change::Builder b;
+
+  void operator()(const template_unknown&) const {
+    throw std::invalid_argument("a template event with an unknown change cannot be encoded");
+  }
+  void operator()(const template_created& p) const {
+    auto c = b.initCreated();
+    c.setSource(as<s::TemplateSource>(p.source));
+    c.setDescription(text(p.description));
+    put_digest(p.input_sha256, [&](auto d) { c.setInputSha256(d); });
+    c.setParentId(text(p.parent_id));
+  }
+  void operator()(const template_layer_added& p) const {
+    auto c = b.initLayerAdded();
+    c.setIndex(p.index);
+    c.setSha256(data(p.sha256));
+    c.setBytes(p.bytes);
+    c.setEntries(p.entries);
+    c.setOrigin(text(p.origin));
+    c.setReused(p.reused);
+  }
+  void operator()(const template_step_started& p) const {
+    auto c = b.initStepStarted();
+    c.setIndex(p.index);
+    c.setInstruction(text(p.instruction));
+    put_digest(p.cache_key, [&](auto d) { c.setCacheKey(d); });
+  }
+  void operator()(const template_step_finished& p) const {
+    auto c = b.initStepFinished();
+    c.setIndex(p.index);
+    c.setOutcome(as<s::OpOutcome>(p.outcome));
+    c.setCached(p.cached);
+    c.setExitCode(p.exit_code);
+    c.setDurationNs(p.duration.count());
+    put_digest(p.layer, [&](auto d) { c.setLayer(d); });
+    c.setOutputBytes(p.output_bytes);
+    put_failure(c, p.failure);
+  }
+  void operator()(const template_ready& p) const {
+    auto c = b.initReady();
+    c.setDigest(data(p.digest));
+    if (!p.layers.empty()) {
+      auto ls = c.initLayers(p.layers.size());
+      for (unsigned i = 0; i < p.layers.size(); ++i) {
+        ls[i].setSha256(data(p.layers[i].sha256));
+        ls[i].setBytes(p.layers[i].bytes);
+      }
+    }
+    if (!p.env.empty())
+      put_env(c.initEnv(p.env.size()), p.env);
+    c.setWorkingDirectory(text(p.working_directory));
+    c.setUser(text(p.user));
+    if (!p.command.empty())
+      put_texts(c.initCommand(p.command.size()), p.command);
+    c.setTotalBytes(p.total_bytes);
+  }
+  void operator()(const template_failed& p) const {
+    auto c = b.initFailed();
+    put_failure(c, std::optional<error>(p.failure));
+  }
+  void operator()(const template_deleted& p) const { b.initDeleted().setReason(text(p.reason)); }
+};
+
 struct payload_writer {
   mutable s::Event::Payload::Builder b;
 
@@ -117,6 +181,21 @@ struct payload_writer {
     c.setClientRequestId(text(p.client_request_id));
     if (!p.env.empty())
       put_env(c.initEnv(p.env.size()), p.env);
+    const auto& t = p.content;
+    if (!t.id.empty() || t.digest || !t.layers.empty()) {
+      auto r = c.initContent();
+      r.setId(text(t.id));
+      put_digest(t.digest, [&](auto d) { r.setDigest(d); });
+      if (!t.layers.empty()) {
+        auto ls = r.initLayers(t.layers.size());
+        for (unsigned i = 0; i < t.layers.size(); ++i)
+          ls.set(i, data(t.layers[i]));
+      }
+      if (!t.env.empty())
+        put_env(r.initEnv(t.env.size()), t.env);
+      r.setWorkingDirectory(text(t.working_directory));
+      r.setUser(text(t.user));
+    }
   }
   void operator()(const started&) const { b.initStarted(); }
   void operator()(const pause_requested& p) const {
@@ -237,6 +316,14 @@ struct payload_writer {
   void operator()(const storage_sampled& p) const {
     b.initStorageSampled().setWritableLayerBytes(p.writable_layer_bytes);
   }
+  void operator()(const template_event& p) const {
+    auto t = b.initTemplate();
+    t.setTemplateId(text(p.template_id));
+    t.setName(text(p.name));
+    t.setScope(as<s::TemplateScope>(p.scope));
+    std::visit(template_writer{t.initChange()}, p.change);
+  }
+
   void operator()(const snapshot_taken& p) const {
     auto c = b.initSnapshotTaken();
     c.setSnapshotId(text(p.snapshot_id));

@@ -93,6 +93,23 @@ std::string to_string(name_source v) {
   return name_of(v, names, "name_source");
 }
 
+std::string to_string(template_scope v) {
+  static constexpr std::array<std::string_view, 2> names{"global", "tenant"};
+  return name_of(v, names, "template_scope");
+}
+
+std::string to_string(template_source v) {
+  static constexpr std::array<std::string_view, 3> names{"stock", "import", "spec"};
+  return name_of(v, names, "template_source");
+}
+
+std::string_view change_name(const template_change& c) {
+  static constexpr std::array<std::string_view, std::variant_size_v<template_change>> names{
+    "unknown",       "created", "layer_added", "step_started",
+    "step_finished", "ready",   "failed",      "deleted"};
+  return names[c.index()];
+}
+
 namespace {
 
 // Indexed by payload::index(); kept in the order of the variant (unknown first, then the
@@ -123,7 +140,8 @@ constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_n
   "network_changed",
   "connection_opened",
   "connection_denied",
-  "connection_closed"};
+  "connection_closed",
+  "template_event"};
 
 } // namespace
 

@@ -163,6 +163,19 @@ struct sandbox_timeouts {
   bool operator==(const sandbox_timeouts&) const = default;
 };
 
+// What a sandbox's root filesystem is made of (schemas/events.capnp TemplateRef): the template
+// as it was when the sandbox was created. Empty (no id) for a sandbox made before templates
+// were events, or on a runtime without files.
+struct template_ref {
+  std::string id;                      // tpl_<16 hex digits>
+  std::optional<sha256_digest> digest; // the template's digest (template_ready::digest)
+  std::vector<sha256_digest> layers;   // lowest first
+  std::vector<env_var> env;            // the template's environment, below the sandbox's
+  std::string working_directory;       // "" = "/"
+  std::string user;                    // "" = root
+  bool operator==(const template_ref&) const = default;
+};
+
 // --- payloads -------------------------------------------------------------------------------
 
 struct created {
@@ -174,6 +187,7 @@ struct created {
   runtime_kind runtime = runtime_kind::runsc;
   std::string client_request_id; // makes create idempotent
   std::vector<env_var> env;      // every exec sees these
+  template_ref content;          // the exact template content
   bool operator==(const created&) const = default;
 };
 
@@ -368,9 +382,105 @@ struct command_rejected {
   bool operator==(const command_rejected&) const = default;
 };
 
+// --- templates (one stream: key and sandbox_id "@templates", docs/templates.md) ------------
+
+// The record key (and sandbox_id) of every template event.
+inline constexpr std::string_view template_stream_key = "@templates";
+
+enum class template_scope : std::uint16_t { global = 0, tenant = 1 };
+enum class template_source : std::uint16_t { stock = 0, import_archive = 1, spec = 2 };
+std::string to_string(template_scope v);
+std::string to_string(template_source v);
+
+struct template_created {
+  template_source source = template_source::stock;
+  std::string description;
+  std::optional<sha256_digest> input_sha256; // of the spec, archive or package list
+  std::string parent_id;                     // a spec's FROM template; "" for none
+  bool operator==(const template_created&) const = default;
+};
+
+struct template_layer_added {
+  std::uint32_t index = 0; // 0 = the lowest
+  sha256_digest sha256{};  // the layer's tree digest
+  std::uint64_t bytes = 0;
+  std::uint64_t entries = 0;
+  std::string origin;
+  bool reused = false; // it was in the layer store already
+  bool operator==(const template_layer_added&) const = default;
+};
+
+struct template_step_started {
+  std::uint32_t index = 0;
+  std::string instruction;
+  std::optional<sha256_digest> cache_key;
+  bool operator==(const template_step_started&) const = default;
+};
+
+struct template_step_finished {
+  std::uint32_t index = 0;
+  op_outcome outcome = op_outcome::completed;
+  bool cached = false;
+  std::int32_t exit_code = 0;
+  nanoseconds duration{0};
+  std::optional<sha256_digest> layer; // none when the step made no layer
+  std::uint64_t output_bytes = 0;
+  std::optional<error> failure; // outcome failed: why
+  bool operator==(const template_step_finished&) const = default;
+};
+
+struct template_layer {
+  sha256_digest sha256{};
+  std::uint64_t bytes = 0;
+  bool operator==(const template_layer&) const = default;
+};
+
+struct template_ready {
+  sha256_digest digest{};
+  std::vector<template_layer> layers; // lowest first
+  std::vector<env_var> env;
+  std::string working_directory;
+  std::string user;
+  std::vector<std::string> command;
+  std::uint64_t total_bytes = 0;
+  bool operator==(const template_ready&) const = default;
+};
+
+struct template_failed {
+  error failure{errc::internal, ""};
+  bool operator==(const template_failed&) const = default;
+};
+
+struct template_deleted {
+  std::string reason;
+  bool operator==(const template_deleted&) const = default;
+};
+
+// A change written by a newer version (its ordinal in TemplateEvent.change).
+struct template_unknown {
+  std::uint16_t ordinal = 0;
+  bool operator==(const template_unknown&) const = default;
+};
+
+using template_change =
+  std::variant<template_unknown, template_created, template_layer_added, template_step_started,
+               template_step_finished, template_ready, template_failed, template_deleted>;
+
+// "created", "layer_added", "step_started", "step_finished", "ready", "failed", "deleted",
+// "unknown".
+std::string_view change_name(const template_change& c);
+
+struct template_event {
+  std::string template_id;
+  std::string name;
+  template_scope scope = template_scope::global;
+  template_change change;
+  bool operator==(const template_event&) const = default;
+};
+
 // A payload written by a newer version: `ordinal` is its union discriminant (the position in
 // the schema's payload union: 0 is created, 16 command_rejected, 19 exec_kill_requested, 20
-// redacted, 24 connection_closed, 25 the first newer one).
+// redacted, 24 connection_closed, 25 template_event, 26 the first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;
@@ -381,7 +491,7 @@ using payload =
                delete_requested, deleted, failed, exec_started, exec_finished, file_written,
                file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected,
                file_op_requested, file_op_finished, exec_kill_requested, redacted, network_changed,
-               connection_opened, connection_denied, connection_closed>;
+               connection_opened, connection_denied, connection_closed, template_event>;
 
 // The payload's name in snake_case, as docs/state-machine.md and the golden files use it:
 // "created", "pause_requested", ..., "unknown".

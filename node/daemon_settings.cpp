@@ -137,7 +137,7 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   const std::string where = "config file " + source;
   table_reader top(doc, where + " ", failure);
   top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "log", "event_log", "kafka",
-             "postgres", "runtimes", "tokens", "projections", "tls", "quotas"});
+             "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "templates"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
@@ -208,6 +208,11 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
     r.read("memory_mib", s.quota_memory_mib);
     r.read("disk_mib", s.quota_disk_mib);
   }
+  if (const auto* t = top.table("templates")) {
+    table_reader r(*t, top.where("templates"), failure);
+    r.allow({"cache"});
+    r.read("cache", s.template_cache);
+  }
   if (const auto* t = top.table("projections")) {
     table_reader r(*t, top.where("projections"), failure);
     r.allow({"projectors"});
@@ -252,7 +257,8 @@ std::string to_toml(const daemon_settings& s) {
     << "[tls]\ncertificate = " << toml_string(s.tls_certificate)
     << "\nkey = " << toml_string(s.tls_key) << "\n\n"
     << "[quotas]\nsandboxes = " << s.quota_sandboxes << "\nmemory_mib = " << s.quota_memory_mib
-    << "\ndisk_mib = " << s.quota_disk_mib << "\n";
+    << "\ndisk_mib = " << s.quota_disk_mib << "\n\n"
+    << "[templates]\ncache = " << toml_string(s.template_cache) << "\n";
   return o.str();
 }
 
@@ -295,6 +301,7 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   if (s.partitions < 1 || s.partitions > 1024)
     return fail("partitions must be 1 to 1024 (it is " + std::to_string(s.partitions) + ")");
   c.node.partitions = static_cast<std::int32_t>(s.partitions);
+  c.node.template_cache = s.template_cache;
   if (s.kafka_replication < 1 || s.kafka_replication > 32767)
     return fail("the kafka replication factor must be 1 to 32767 (it is " +
                 std::to_string(s.kafka_replication) + ")");

@@ -48,6 +48,9 @@ struct daemon_settings {
   std::int64_t quota_sandboxes = 0;
   std::int64_t quota_memory_mib = 0;
   std::int64_t quota_disk_mib = 0;
+  // Where stock template tarballs are cached (node_config::template_cache); "" the default,
+  // "none" keeps none.
+  std::string template_cache;
 };
 
 // Reads a config file's text into `s` (keys it does not set keep their values). `source`

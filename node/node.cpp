@@ -9,6 +9,8 @@
 #include "node/runtime_set.hpp"
 #include "projections/migrations.hpp"
 #include "runtime/data_entry.hpp"
+#include "runtime/layer_store.hpp"
+#include "templates/template_registry.hpp"
 
 #include <pqxx/pqxx>
 #include <spdlog/spdlog.h>
@@ -77,6 +79,17 @@ void wait_until_readable(events::event_log& log, std::chrono::milliseconds timeo
 }
 
 } // namespace
+
+std::string template_cache_dir(const std::string& configured) {
+  if (configured == "none")
+    return "";
+  if (!configured.empty())
+    return configured;
+  if (const char* c = std::getenv("SANDBOXD_CACHE"); c && *c)
+    return std::string(c) + "/templates";
+  const char* home = std::getenv("HOME");
+  return std::string(home && *home ? home : "/root") + "/.cache/sandboxd/templates";
+}
 
 std::string redact_conninfo(const std::string& conninfo) {
   static const std::regex key_value(R"((password\s*=\s*)('([^'\\]|\\.)*'|\S+))", std::regex::icase);
@@ -195,7 +208,15 @@ void node::start() {
     const runtime_choice choice = choose_runtimes(config_.runtimes, config_.default_runtime);
     for (const auto& w : choice.warnings)
       spdlog::warn("{}", w);
-    runtimes_ = std::make_unique<runtime_set>(choice, *dir_ / "runtimes", *probe_);
+    // The template layers, for the runtimes that run processes (hollow has no files).
+    const bool files = std::any_of(choice.kinds.begin(), choice.kinds.end(),
+                                   [](auto k) { return k != events::runtime_kind::hollow; });
+    if (files) {
+      runtime::layer_store_options lo;
+      lo.dir = *dir_ / "templates";
+      layers_ = std::make_shared<runtime::layer_store>(lo);
+    }
+    runtimes_ = std::make_unique<runtime_set>(choice, *dir_ / "runtimes", *probe_, layers_);
     const auto restored = restore_sandboxes(*runtimes_, *dir_ / "quiesced");
     if (!restored.restored.empty())
       spdlog::info("runtimes: {} sandboxes quiesced at the last stop run again: {}",
@@ -205,9 +226,29 @@ void node::start() {
     spdlog::info("runtimes: {} (default {})", kinds_text(choice.kinds),
                  events::to_string(choice.default_kind));
 
+    // The template registry: the template stream folded before any sandbox names a template.
+    if (layers_) {
+      part = "templates";
+      templates::registry_options ro;
+      ro.log = log_.get();
+      ro.layers = layers_;
+      ro.dir = *dir_ / "templates/registry";
+      ro.stock.cache_dir = template_cache_dir(config_.template_cache);
+      if (!ro.stock.cache_dir.empty())
+        ro.stock.work_dir = ro.stock.cache_dir + "/partial";
+      ro.clock = config_.plane.clock;
+      templates_ = std::make_unique<templates::template_registry>(std::move(ro));
+      const auto ready = templates_->snapshot();
+      spdlog::info("templates: {} known, layers in {}{}", ready.by_id.size(), layers_->path(),
+                   layers_->read_only_layers() ? " (read-only btrfs subvolumes)" : "");
+    }
+
     // 6. The control plane.
     part = "control plane";
     actors::control_plane_options o = config_.plane;
+    if (templates_)
+      o.template_use = [t = templates_.get()](const std::string& sandbox, const std::string& id,
+                                              bool in_use) { t->note_use(sandbox, id, in_use); };
     o.log = log_.get();
     o.driver = nullptr; // the default kind's, among all of the node's drivers
     o.drivers.clear();
@@ -310,6 +351,8 @@ void node::teardown() {
     }
     runtimes_.reset();
   }
+  templates_.reset();
+  layers_.reset(); // after the drivers: a quiesced sandbox's stack is unmounted by now
   for (auto& p : projectors_)
     p->stop();
   for (auto& p : projectors_) {
@@ -408,6 +451,10 @@ const std::vector<events::runtime_kind>& node::runtimes() const {
 
 events::runtime_kind node::default_runtime() const {
   return runtimes_ ? runtimes_->default_kind() : events::runtime_kind::runsc;
+}
+
+templates::template_registry* node::templates() {
+  return templates_.get();
 }
 
 runtime::driver* node::driver(events::runtime_kind kind) {

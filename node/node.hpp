@@ -9,16 +9,19 @@
 //   3. PostgreSQL: the embedded server under DATA_DIR/postgres, or the configured one
 //      (refused with a clear message when it cannot be reached);
 //   4. the migrations of the read models;
-//   5. the runtimes (one driver each, under DATA_DIR/runtimes/<kind>), and the sandboxes
-//      the last stop quiesced resumed (runtime_quiesce.hpp);
+//   5. the template layers (DATA_DIR/templates/layers) and the runtimes (one driver each,
+//      under DATA_DIR/runtimes/<kind>, stacking sandboxes on those layers), the sandboxes
+//      the last stop quiesced resumed (runtime_quiesce.hpp), and the template registry
+//      (DATA_DIR/templates/registry: the template stream folded, interrupted builds failed);
 //   6. the control plane: recovery, then the actors take commands;
 //   7. the projectors of the three read models, running continuously.
 // A step that fails stops what was started before it, and start() throws start_error.
 //
 // stop(), in order: stop taking commands (a command submitted from then on, and one still
 // without a reply when the control plane stops, is answered `unavailable`) → the control
-// plane (the journal's appends complete) → the runtimes (running sandboxes quiesced: no
-// process, no mount left) → the projectors, after a final catch-up → the log →
+// plane (the journal's appends complete) → the template registry → the runtimes (running
+// sandboxes quiesced: no process, no mount left) → the template layers → the projectors,
+// after a final catch-up → the log →
 // PostgreSQL → the data directory's lock.
 //
 // Every member function is safe to call from many threads; stop() and the destructor wait
@@ -45,6 +48,11 @@
 
 namespace sandboxd::runtime {
 class data_entry;
+class layer_store;
+} // namespace sandboxd::runtime
+
+namespace sandboxd::templates {
+class template_registry;
 }
 
 namespace sandboxd::node {
@@ -98,6 +106,10 @@ public:
   // The (metered) driver of `kind`, nullptr when the node does not hold it; and its data
   // directory.
   runtime::driver* driver(events::runtime_kind kind);
+  // The node's templates (templates/template_registry.hpp): the template stream's writer and
+  // the layer store every OCI driver stacks sandboxes on.
+  // Null on a node without an OCI runtime (hollow only: no files to make templates of).
+  templates::template_registry* templates();
   std::string runtime_dir(events::runtime_kind kind) const;
   const token_table& tokens() const { return tokens_; }
   std::string dev_token_path() const; // empty when the node makes no development token
@@ -132,6 +144,8 @@ private:
   std::unique_ptr<metered_log> log_;
   std::unique_ptr<runtime::data_entry> postgres_entry_; // the path postgres_ works through
   std::unique_ptr<embedded_postgres> postgres_;
+  std::shared_ptr<runtime::layer_store> layers_;
+  std::unique_ptr<templates::template_registry> templates_;
   std::unique_ptr<runtime_set> runtimes_;
   std::unique_ptr<actors::control_plane> plane_;
   std::vector<std::unique_ptr<projections::projector>> projectors_;
@@ -144,6 +158,10 @@ private:
   struct figures_connection;
   std::unique_ptr<figures_connection> figures_conn_;
 };
+
+// Where stock template tarballs are cached: `configured` (node_config::template_cache), or
+// $SANDBOXD_CACHE/templates, or ~/.cache/sandboxd/templates; "" for "none".
+std::string template_cache_dir(const std::string& configured);
 
 // `conninfo` with its password left out, for messages and logs.
 std::string redact_conninfo(const std::string& conninfo);

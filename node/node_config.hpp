@@ -56,6 +56,11 @@ struct node_config {
   // Projectors of the read models: partition k belongs to projector k mod `projectors`.
   std::size_t projectors = 2;
 
+  // Where stock templates' root filesystem tarballs are kept between data directories
+  // (templates/stock_templates.hpp); empty: $SANDBOXD_CACHE (default ~/.cache/sandboxd)
+  // /templates. "none" keeps none (every fresh data directory runs mmdebstrap again).
+  std::string template_cache;
+
   std::string tokens_file; // empty: none (only the development token)
   bool dev_token = true;   // DATA_DIR/dev-token, made on first start, admin scope
 

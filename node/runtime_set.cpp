@@ -83,7 +83,7 @@ runtime_choice choose_runtimes(const std::vector<runtime_kind>& configured,
 }
 
 runtime_set::runtime_set(const runtime_choice& choice, const std::string& runtimes_dir,
-                         node_probe& probe)
+                         node_probe& probe, std::shared_ptr<runtime::layer_store> layers)
     : runtimes_dir_(runtimes_dir), kinds_(choice.kinds), default_(choice.default_kind) {
   for (auto k : kinds_) {
     std::unique_ptr<runtime::driver> d;
@@ -95,6 +95,7 @@ runtime_set::runtime_set(const runtime_choice& choice, const std::string& runtim
         o.runtime =
           k == runtime_kind::crun ? runtime::oci_runtime::crun : runtime::oci_runtime::runsc;
         o.data_dir = dir_of(k);
+        o.template_layers = layers;
         d = std::make_unique<runtime::oci_driver>(o);
       }
     } catch (const std::exception& e) {

@@ -19,6 +19,10 @@
 #include <string_view>
 #include <vector>
 
+namespace sandboxd::runtime {
+class layer_store;
+}
+
 namespace sandboxd::node {
 
 struct runtime_choice {
@@ -47,8 +51,10 @@ std::optional<events::runtime_kind> parse_runtime_kind(std::string_view name);
 
 class runtime_set {
 public:
-  // Makes one driver per chosen runtime under `runtimes_dir`/<kind>. Throws start_error.
-  runtime_set(const runtime_choice& choice, const std::string& runtimes_dir, node_probe& probe);
+  // Makes one driver per chosen runtime under `runtimes_dir`/<kind>; the OCI drivers stack
+  // sandboxes on `layers` (may be null: only their own `base`). Throws start_error.
+  runtime_set(const runtime_choice& choice, const std::string& runtimes_dir, node_probe& probe,
+              std::shared_ptr<runtime::layer_store> layers = nullptr);
   ~runtime_set();
   runtime_set(const runtime_set&) = delete;
   runtime_set& operator=(const runtime_set&) = delete;

@@ -32,6 +32,46 @@ std::string destination_of(const events::net_destination& d) {
   return out;
 }
 
+std::string layers_of(const std::vector<events::template_layer>& layers) {
+  std::string out;
+  for (const auto& l : layers)
+    out += (out.empty() ? "" : " ") + to_hex(l.sha256);
+  return out;
+}
+
+// "<name> (<id>): what changed".
+std::string template_detail(const events::template_event& t) {
+  using namespace events;
+  std::string what = std::visit(
+    [](const auto& v) -> std::string {
+      using T = std::decay_t<decltype(v)>;
+      if constexpr (std::is_same_v<T, template_created>)
+        return to_string(v.source) + ", " + v.description +
+               (v.parent_id.empty() ? "" : ", on " + v.parent_id);
+      else if constexpr (std::is_same_v<T, template_layer_added>)
+        return "layer " + std::to_string(v.index) + " " + to_hex(v.sha256) + ", " +
+               std::to_string(v.bytes) + " bytes (" + v.origin +
+               (v.reused ? ", stored already" : "") + ")";
+      else if constexpr (std::is_same_v<T, template_step_started>)
+        return "step " + std::to_string(v.index) + ": " + v.instruction;
+      else if constexpr (std::is_same_v<T, template_step_finished>)
+        return "step " + std::to_string(v.index) + " " + to_string(v.outcome) +
+               (v.cached ? " (cached)" : "") + ", exit " + std::to_string(v.exit_code) +
+               (v.failure ? ": " + v.failure->message : "");
+      else if constexpr (std::is_same_v<T, template_ready>)
+        return to_hex(v.digest) + ", layers " + layers_of(v.layers) + ", " +
+               std::to_string(v.total_bytes) + " bytes";
+      else if constexpr (std::is_same_v<T, template_failed>)
+        return v.failure.message;
+      else if constexpr (std::is_same_v<T, template_deleted>)
+        return v.reason;
+      else
+        return "change ordinal " + std::to_string(v.ordinal);
+    },
+    t.change);
+  return t.name + " (" + t.template_id + ", " + to_string(t.scope) + "): " + what;
+}
+
 std::string detail_of(const events::payload& p) {
   using namespace events;
   return std::visit(
@@ -93,6 +133,8 @@ std::string detail_of(const events::payload& p) {
                std::to_string(v.bytes_in) + " bytes in" +
                (v.outcome == op_outcome::completed ? "" : ", " + to_string(v.outcome)) +
                (v.error_message.empty() ? "" : ": " + v.error_message);
+      else if constexpr (std::is_same_v<T, template_event>)
+        return template_detail(v);
       else if constexpr (std::is_same_v<T, unknown>)
         return "payload ordinal " + std::to_string(v.ordinal);
       else
@@ -127,6 +169,12 @@ std::optional<std::string> failure_of(const events::payload& p) {
   if (const auto* x = std::get_if<connection_closed>(&p))
     return x->outcome == op_outcome::completed ? std::nullopt
                                                : std::optional<std::string>(to_string(x->outcome));
+  if (const auto* t = std::get_if<template_event>(&p)) {
+    if (const auto* f = std::get_if<template_failed>(&t->change))
+      return to_string(f->failure.code);
+    if (const auto* s = std::get_if<template_step_finished>(&t->change))
+      return of(s->outcome, s->failure);
+  }
   return std::nullopt;
 }
 
@@ -146,6 +194,10 @@ audit_row audit_row_of(const events::event& e, std::int32_t partition) {
   } else if (std::holds_alternative<events::unknown>(e.body)) {
     r.action = "unknown";
     r.outcome = "unknown"; // accepted or rejected: only a newer version can tell
+  } else if (const auto* t = std::get_if<events::template_event>(&e.body)) {
+    // One action per change: template_created, template_ready, template_deleted, ...
+    r.action = "template_" + std::string(events::change_name(t->change));
+    r.outcome = failure_of(e.body).value_or("accepted");
   } else if (auto failure = failure_of(e.body)) {
     // An operation the runtime refused or that a restart interrupted: its own outcome.
     r.action = std::string(events::type_name(e.body));

@@ -93,6 +93,8 @@ public:
 
   void push(std::int32_t partition, std::int64_t offset, std::string_view key,
             std::string_view value) {
+    if (key == events::template_stream_key)
+      return; // the template registry's stream: no sandbox's
     if (count_ == k_lag)
       apply(ring_[head_ % k_lag]); // the oldest, leaving its place to this one
     else

@@ -5,7 +5,8 @@
 //
 // Guarantees of fold_log:
 // - The state of sandbox `id` is the fold of every record keyed `id`, in its partition's
-//   offset order; a duplicate leaves the state as it was, as evolve does.
+//   offset order; a duplicate leaves the state as it was, as evolve does. The template
+//   stream's records (events::template_stream_key) are no sandbox's and are skipped.
 // - A record that does not decode, or a gap in a sandbox's sequence, is a fault:
 //   std::runtime_error / std::invalid_argument naming the log position.
 // - From a file_log_reader the records are read in the order they lie in the segments

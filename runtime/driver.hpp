@@ -67,6 +67,11 @@ struct network_link {
 struct create_request {
   std::string id;                     // [a-z0-9_-]{1,64}, unique per driver
   std::string template_name = "base"; // a template known to the template store
+  // The template's layers by digest (layer_store.hpp), lowest first. When set, the root
+  // filesystem is these layers (which must be in the driver's layer store) under the
+  // writable layer, and template_name only names them; empty: template_name is looked up in
+  // the driver's own template store (`base`).
+  std::vector<std::string> layers;
   runtime::limits limits;
   network_policy network = network_policy::none;
   // Environment every exec of the sandbox sees, kept by the driver with the sandbox (in its

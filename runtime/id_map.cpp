@@ -119,20 +119,36 @@ unique_fd make_userns(id_range r) {
   return ns;
 }
 
-void mount_idmapped(int source, const std::string& target, id_range r) {
-  unique_fd ns = make_userns(r);
+namespace {
+
+void mount_idmapped_with(int ns_fd, int source, const std::string& target) {
   unique_fd tree(static_cast<int>(
     ::syscall(SYS_open_tree, source, "", AT_EMPTY_PATH | OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC)));
   if (!tree)
     fail("clone the mount for " + target);
   mount_attr a{};
   a.attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV;
-  a.userns_fd = static_cast<std::uint64_t>(ns.get());
+  a.userns_fd = static_cast<std::uint64_t>(ns_fd);
   if (::syscall(SYS_mount_setattr, tree.get(), "", AT_EMPTY_PATH, &a, sizeof a) != 0)
     fail("idmap the mount for " + target);
   if (::syscall(SYS_move_mount, tree.get(), "", AT_FDCWD, target.c_str(),
                 MOVE_MOUNT_F_EMPTY_PATH) != 0)
     fail("mount on " + target);
+}
+
+} // namespace
+
+void mount_idmapped(int source, const std::string& target, id_range r) {
+  unique_fd ns = make_userns(r);
+  mount_idmapped_with(ns.get(), source, target);
+}
+
+void mount_idmapped(const std::vector<std::pair<int, std::string>>& mounts, id_range r) {
+  if (mounts.empty())
+    return;
+  unique_fd ns = make_userns(r);
+  for (const auto& [source, target] : mounts)
+    mount_idmapped_with(ns.get(), source, target);
 }
 
 } // namespace sandboxd::runtime

@@ -17,6 +17,8 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace sandboxd::runtime {
 
@@ -49,5 +51,7 @@ unique_fd make_userns(id_range r);
 // read-only, nosuid, nodev bind that shows its files through range `r` (host uid u as
 // base + u). Throws std::system_error when the kernel refuses.
 void mount_idmapped(int source, const std::string& target, id_range r);
+// The same for several (source, target) pairs, with one user namespace for all of them.
+void mount_idmapped(const std::vector<std::pair<int, std::string>>& mounts, id_range r);
 
 } // namespace sandboxd::runtime

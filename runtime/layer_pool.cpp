@@ -189,6 +189,8 @@ layer_pool::layer_pool(layer_pool_options options)
 }
 
 layer_pool::~layer_pool() {
+  if (keep_mounted_)
+    return;
   const bool layers_left = !is_empty_dir(dir_fd_.get());
   dir_fd_.reset();
   if (layers_left) {
@@ -233,6 +235,37 @@ void layer_pool::create(const std::string& id, uid_t owner, gid_t group, std::ui
   l.lim.max_rfer = limit_for(bytes);
   if (::ioctl(dir_fd_.get(), BTRFS_IOC_QGROUP_LIMIT, &l) != 0)
     fail("limit layer " + id);
+}
+
+unique_fd layer_pool::make_subvolume(const std::string& name) {
+  auto args = vol_args(name);
+  if (::ioctl(dir_fd_.get(), BTRFS_IOC_SUBVOL_CREATE, &args) != 0)
+    fail("create subvolume " + name);
+  unique_fd sub = open_beneath(dir_fd_.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!sub)
+    fail("open subvolume " + name);
+  return sub;
+}
+
+void layer_pool::make_read_only(const std::string& name) {
+  require_plain_component(name, "layer name");
+  unique_fd sub = open_beneath(dir_fd_.get(), name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  std::uint64_t flags = 0;
+  if (!sub || ::ioctl(sub.get(), BTRFS_IOC_SUBVOL_GETFLAGS, &flags) != 0)
+    fail("read the flags of layer " + name);
+  flags |= BTRFS_SUBVOL_RDONLY;
+  if (::ioctl(sub.get(), BTRFS_IOC_SUBVOL_SETFLAGS, &flags) != 0)
+    fail("make layer " + name + " read-only");
+}
+
+bool layer_pool::rename(const std::string& from, const std::string& to) {
+  require_plain_component(from, "layer name");
+  require_plain_component(to, "layer name");
+  if (::renameat2(dir_fd_.get(), from.c_str(), dir_fd_.get(), to.c_str(), RENAME_NOREPLACE) == 0)
+    return true;
+  if (errno == EEXIST)
+    return false;
+  fail("rename layer " + from + " to " + to);
 }
 
 void layer_pool::remove(const std::string& id) {

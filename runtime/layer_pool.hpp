@@ -71,6 +71,18 @@ public:
   // Flushes and commits the pool (what usage() does first).
   void commit();
 
+  // For the read-only template layers (layer_store.hpp), which use a pool of their own:
+  // a plain subvolume `name` (no upper/, work/ or limit), opened for reading; a subvolume
+  // made read-only (BTRFS_SUBVOL_RDONLY: nothing can change it, root included, until it is
+  // deleted); a subvolume renamed (false when `to` exists); the pool's root directory.
+  unique_fd make_subvolume(const std::string& name);
+  void make_read_only(const std::string& name);
+  bool rename(const std::string& from, const std::string& to);
+  int root_fd() const { return dir_fd_.get(); }
+  // The destructor leaves the pool mounted (a mount elsewhere still shows its files: the
+  // next pool on this directory takes the mount over instead of mounting it twice).
+  void keep_mounted() { keep_mounted_ = true; }
+
 private:
   std::uint64_t subvolume_id(const std::string& id) const;
 
@@ -78,6 +90,7 @@ private:
   std::string image_, dir_;
   unique_fd dir_fd_; // the mounted pool's root
   bool mounted_here_ = false;
+  bool keep_mounted_ = false;
 };
 
 } // namespace sandboxd::runtime

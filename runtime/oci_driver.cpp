@@ -192,14 +192,61 @@ overlay_dirs oci_driver::overlay_of(const sandbox_record& r) const {
   std::string d = dir(r.info.id);
   if (r.id_base == 0) // a sandbox made before layers had their own pool and range
     return {r.template_dir, d + "/upper", d + "/work", d + "/merged"};
-  return {d + "/lower", layers_.upper(r.info.id), layers_.work(r.info.id), d + "/merged"};
+  std::string lower = d + "/lower";
+  if (!r.layers.empty()) { // overlayfs takes the topmost lower directory first
+    lower.clear();
+    for (std::size_t i = r.layers.size(); i-- > 0;)
+      lower += (lower.empty() ? "" : ":") + d + "/lower/" + std::to_string(i);
+  }
+  return {lower, layers_.upper(r.info.id), layers_.work(r.info.id), d + "/merged"};
+}
+
+void oci_driver::mount_layers(const sandbox_record& r) {
+  if (!options_.template_layers)
+    throw std::runtime_error("sandbox " + r.info.id +
+                             " is made of template layers, but this driver has no layer store");
+  unique_fd lower =
+    open_beneath(sandbox_fd(r.info.id).get(), "lower", O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  if (!lower)
+    throw std::system_error(errno, std::generic_category(), "open " + dir(r.info.id) + "/lower");
+  std::vector<unique_fd> held;
+  std::vector<std::pair<int, std::string>> mounts;
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    const std::string name = std::to_string(i);
+    const std::string target = dir(r.info.id) + "/lower/" + name;
+    if (::mkdirat(lower.get(), name.c_str(), 0700) != 0 && errno != EEXIST)
+      throw std::system_error(errno, std::generic_category(), "mkdir " + target);
+    if (is_mount_point(target))
+      continue;
+    unique_fd layer = options_.template_layers->open(r.layers[i]);
+    if (!layer)
+      throw std::runtime_error("template layer " + r.layers[i] + " of sandbox " + r.info.id +
+                               " is not in the layer store " + options_.template_layers->path() +
+                               "; recreate the sandbox");
+    mounts.emplace_back(layer.get(), target);
+    held.push_back(std::move(layer));
+  }
+  mount_idmapped(mounts, {r.id_base});
+}
+
+void oci_driver::unmount_layers(const sandbox_record& r) {
+  unique_fd lower =
+    open_beneath(sandbox_fd(r.info.id).get(), "lower", O_PATH | O_DIRECTORY | O_NOFOLLOW);
+  for (std::size_t i = 0; i < r.layers.size(); ++i) {
+    const std::string name = std::to_string(i);
+    unmount_path(dir(r.info.id) + "/lower/" + name);
+    if (lower)
+      ::unlinkat(lower.get(), name.c_str(), AT_REMOVEDIR);
+  }
 }
 
 void oci_driver::mount_rootfs(const sandbox_record& r) {
   auto ov = overlay_of(r);
   if (is_mount_point(ov.target))
     return;
-  if (r.id_base != 0 && !is_mount_point(ov.lower)) {
+  if (r.id_base != 0 && !r.layers.empty()) {
+    mount_layers(r);
+  } else if (r.id_base != 0 && !is_mount_point(ov.lower)) {
     auto t = templates_.open_rootfs(r.template_dir);
     if (!t)
       throw std::runtime_error(t.err().message);
@@ -211,7 +258,9 @@ void oci_driver::mount_rootfs(const sandbox_record& r) {
 void oci_driver::unmount_rootfs(const sandbox_record& r, bool flush) {
   auto ov = overlay_of(r);
   unmount_overlay(ov, flush);
-  if (r.id_base != 0)
+  if (r.id_base != 0 && !r.layers.empty())
+    unmount_layers(r);
+  else if (r.id_base != 0)
     unmount_path(ov.lower);
 }
 

@@ -11,7 +11,9 @@
 //                                   work are a sandbox's writable layer (a btrfs subvolume
 //                                   with a qgroup limit) and overlayfs's work directory
 //   sandboxes/<id>/sandbox.json     status, template, limits, host id base (sandbox_record.hpp)
-//   sandboxes/<id>/lower            the template, idmapped to the sandbox's host ids
+//   sandboxes/<id>/lower            the template, idmapped to the sandbox's host ids; for a
+//                                   template of layers (layer_store.hpp), lower/<i> is layer
+//                                   i (0 the lowest), each idmapped
 //   sandboxes/<id>/merged           the overlay, mounted unless filesystem-paused
 //   sandboxes/<id>/config.json      the sandbox directory is its OCI bundle (oci_spec.hpp)
 //   netns/<id>, netns/<id>.resolv   a networked sandbox's namespace (a bind mount) and the
@@ -42,6 +44,7 @@
 #include "runtime/exec_registry.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/layer_pool.hpp"
+#include "runtime/layer_store.hpp"
 #include "runtime/orphan_reaper.hpp"
 #include "runtime/overlay_mount.hpp"
 #include "runtime/removal_queue.hpp"
@@ -55,6 +58,7 @@
 #include <condition_variable>
 #include <deque>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -95,6 +99,9 @@ struct oci_options {
   // sandbox is failed.
   std::chrono::milliseconds agent_answer{10000};
   std::chrono::milliseconds agent_connect{10000};
+  // The node's template layers (layer_store.hpp), shared by its drivers; without it only
+  // the driver's own templates (template_store.hpp) can be used.
+  std::shared_ptr<layer_store> template_layers;
 };
 
 // Why `runtime` cannot run sandboxes on this machine, or nullopt when it can (an older
@@ -176,6 +183,10 @@ private:
   // overlay on merged/; mount_rootfs mounts what is missing, unmount_rootfs both.
   void mount_rootfs(const sandbox_record& r);
   void unmount_rootfs(const sandbox_record& r, bool flush = true);
+  // A template of layers: lower/<i> is layer i of the layer store, idmapped (all in one
+  // user namespace); unmount_layers unmounts and removes them.
+  void mount_layers(const sandbox_record& r);
+  void unmount_layers(const sandbox_record& r);
   // Mounts the overlay if needed, writes config.json and has the runtime create the
   // container; with `sync_new_record`, also fsyncs the sandbox's first record.
   outcome<void> create_container(const sandbox_record& r, bool sync_new_record = false);

@@ -142,15 +142,30 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     std::string d = dir(req.id);
     if (has_dir(req.id))
       return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
-    auto root = templates_.rootfs(req.template_name);
-    if (!root)
-      return root.err();
+    std::string root_dir;
+    if (req.layers.empty()) {
+      auto root = templates_.rootfs(req.template_name);
+      if (!root)
+        return root.err();
+      root_dir = root.value();
+    } else if (!options_.template_layers) {
+      return make_error(errc::unavailable, "template " + req.template_name +
+                                             " is made of layers, but this driver has no layer "
+                                             "store; configure the node's template layers");
+    } else {
+      for (const auto& l : req.layers)
+        if (!options_.template_layers->has(l))
+          return make_error(errc::not_found, "layer " + l + " of template " + req.template_name +
+                                               " is not in this node's layer store; build or "
+                                               "import the template again");
+    }
     sandbox_record r;
     r.info.id = req.id;
     r.info.template_name = req.template_name;
     r.info.limits = req.limits;
     r.info.status = sandbox_status::created;
-    r.template_dir = root.value();
+    r.template_dir = root_dir;
+    r.layers = req.layers;
     r.env = req.env;
     auto range = ids_.take();
     if (!range)
@@ -369,6 +384,8 @@ outcome<void> oci_driver::remove(const std::string& id) {
       unmount_rootfs(*r, false);
     } else { // no record: whatever is mounted there goes
       unmount_path(d + "/merged");
+      for (int i = 0; ::access((d + "/lower/" + std::to_string(i)).c_str(), F_OK) == 0; ++i)
+        unmount_path(d + "/lower/" + std::to_string(i));
       unmount_path(d + "/lower");
     }
     if (layers_.exists(id))

@@ -56,6 +56,7 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
     {"template", r.info.template_name},
     {"status", to_string(r.info.status)},
     {"template_dir", r.template_dir},
+    {"layers", r.layers},
     {"id_base", r.id_base},
     {"limits",
      {{"memory_bytes", l.memory_bytes},
@@ -145,6 +146,10 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
   r.info.template_name = j.value("template", "");
   r.template_dir = j.value("template_dir", "");
   r.id_base = j.value("id_base", 0u);
+  if (j.contains("layers") && j["layers"].is_array())
+    for (const auto& l : j["layers"])
+      if (l.is_string())
+        r.layers.push_back(l.get<std::string>());
   auto st = parse_status(j.value("status", ""));
   if (r.info.id != id || !st)
     return std::nullopt;

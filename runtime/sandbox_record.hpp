@@ -35,6 +35,9 @@ struct sandbox_record {
   // The container's first process is the agent (agent_hub.hpp): execs and file changes go
   // through it. False for containers made before it, which exec through the runtime.
   bool agent = false;
+  // The template's layers (layer_store.hpp), lowest first; when set, template_dir is empty
+  // and the root filesystem is these layers stacked under the writable layer.
+  std::vector<std::string> layers;
 };
 
 // <data_dir>/sandboxes/<id>. Throws std::invalid_argument unless `id` is one plain path

@@ -171,44 +171,54 @@ std::string template_store::publish(const std::string& name, const std::string& 
   return final_dir.string();
 }
 
-outcome<std::string> template_store::build_base() {
+std::optional<std::string> base_tree_unavailable() {
   if (::access(k_busybox, X_OK) != 0)
-    return make_error(errc::unavailable,
-                      "template base needs /bin/busybox; install busybox-static");
+    return std::string("template base needs /bin/busybox; install busybox-static");
+  return std::nullopt;
+}
+
+void write_base_tree(const std::string& dir) {
+  const fs::path root(dir);
+  for (const char* d : {"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "root", "tmp",
+                        "proc", "sys", "dev", "workspace", "var/tmp", "home", "run"})
+    fs::create_directories(root / d);
+  fs::copy_file(k_busybox, root / "bin/busybox");
+  fs::permissions(root / "bin/busybox", fs::perms(0755));
+  process_options list;
+  list.argv = {k_busybox, "--list-full"};
+  auto r = run_process(list);
+  if (r.exit_code != 0)
+    throw std::runtime_error("busybox --list-full failed: " + r.err);
+  size_t pos = 0;
+  while (pos < r.out.size()) {
+    size_t nl = r.out.find('\n', pos);
+    if (nl == std::string::npos)
+      nl = r.out.size();
+    std::string applet = r.out.substr(pos, nl - pos);
+    pos = nl + 1;
+    if (applet.empty() || applet == "bin/busybox" || applet.find("..") != std::string::npos)
+      continue;
+    fs::create_directories((root / applet).parent_path());
+    if (!fs::exists(fs::symlink_status(root / applet)))
+      fs::create_symlink("/bin/busybox", root / applet);
+  }
+  write_text(
+    root / "etc/passwd",
+    "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n");
+  write_text(root / "etc/group", "root:x:0:\nnogroup:x:65534:\n");
+  write_text(root / "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n");
+  write_text(root / "etc/hostname", "sandbox\n");
+  write_text(root / "tmp/.sandboxd-keep", "");
+  fs::permissions(root / "tmp", fs::perms(01777));
+  fs::permissions(root / "var/tmp", fs::perms(01777));
+}
+
+outcome<std::string> template_store::build_base() {
+  if (auto why = base_tree_unavailable())
+    return make_error(errc::unavailable, *why);
   fs::path root = fs::path(dir_) / (".build-" + random_name());
   try {
-    for (const char* d : {"bin", "sbin", "usr/bin", "usr/sbin", "usr/local/bin", "etc", "root",
-                          "tmp", "proc", "sys", "dev", "workspace", "var/tmp", "home", "run"})
-      fs::create_directories(root / d);
-    fs::copy_file(k_busybox, root / "bin/busybox");
-    fs::permissions(root / "bin/busybox", fs::perms(0755));
-    process_options list;
-    list.argv = {k_busybox, "--list-full"};
-    auto r = run_process(list);
-    if (r.exit_code != 0)
-      throw std::runtime_error("busybox --list-full failed: " + r.err);
-    size_t pos = 0;
-    while (pos < r.out.size()) {
-      size_t nl = r.out.find('\n', pos);
-      if (nl == std::string::npos)
-        nl = r.out.size();
-      std::string applet = r.out.substr(pos, nl - pos);
-      pos = nl + 1;
-      if (applet.empty() || applet == "bin/busybox" || applet.find("..") != std::string::npos)
-        continue;
-      fs::create_directories((root / applet).parent_path());
-      if (!fs::exists(fs::symlink_status(root / applet)))
-        fs::create_symlink("/bin/busybox", root / applet);
-    }
-    write_text(
-      root / "etc/passwd",
-      "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/nonexistent:/bin/false\n");
-    write_text(root / "etc/group", "root:x:0:\nnogroup:x:65534:\n");
-    write_text(root / "etc/hosts", "127.0.0.1 localhost\n::1 localhost\n");
-    write_text(root / "etc/hostname", "sandbox\n");
-    write_text(root / "tmp/.sandboxd-keep", "");
-    fs::permissions(root / "tmp", fs::perms(01777));
-    fs::permissions(root / "var/tmp", fs::perms(01777));
+    write_base_tree(root.string());
     return publish("base", root.string());
   } catch (...) {
     discard(root.string());

@@ -27,6 +27,7 @@
 
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 
 namespace sandboxd::runtime {
@@ -66,5 +67,12 @@ private:
 
 // Hex SHA-256 over a directory tree, not following symlinks.
 std::string hash_tree(const std::string& dir);
+
+// The tree of `base` written into the empty directory `dir`: the host's static busybox
+// (/bin/busybox) with its applets as symlinks, /etc/passwd and friends, /workspace, and a
+// placeholder file in /tmp. Throws when it cannot. base_tree_unavailable says why it
+// cannot be made on this machine, or nullopt.
+void write_base_tree(const std::string& dir);
+std::optional<std::string> base_tree_unavailable();
 
 } // namespace sandboxd::runtime

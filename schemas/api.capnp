@@ -70,6 +70,9 @@ interface Session {
   # Returns once the event is durable (the read models follow by the projection lag).
   # NOT_FOUND for a sandbox this tenant does not have; CONFLICT until it is deleted; a
   # repeat succeeds with nothing to do.
+
+  templates @6 () -> (templates :Templates);
+  # The templates this tenant sees: the global ones and its own (docs/templates.md).
 }
 
 struct CreateRequest {
@@ -307,6 +310,75 @@ interface EventSink {
 
 interface Handle {
   # Dropping the last reference cancels what it stands for.
+}
+
+# --- templates (docs/templates.md) ------------------------------------------------------
+
+interface Templates {
+  # Every change is a template event before it is answered. Another tenant's template is
+  # NOT_FOUND, exactly like a name that was never used.
+
+  list @0 () -> (templates :List(TemplateInfo));
+  # The templates this tenant sees (its own and the global ones, deleted ones left out), by
+  # name; stock templates not built yet are listed with status "stock".
+
+  get @1 (name :Text) -> (template :TemplateInfo);
+
+  build @2 (name :Text, progress :TemplateProgress) -> (template :TemplateInfo);
+  # Builds stock template `name` (base, debian, python, node) now, or answers it when it
+  # is ready already (global: the admin scope). The answer comes once it is ready or has
+  # failed (status "failed", `failure` says why); `progress` (may be null) hears the phases
+  # and the build tool's output meanwhile.
+
+  delete @3 (name :Text) -> (template :TemplateInfo);
+  # CONFLICT while a sandbox uses it (naming up to ten) or another live template is built on
+  # it; PERMISSION_DENIED for a global one without the admin scope. Its layers that no other
+  # template holds are collected.
+
+  importArchive @4 (name :Text, scope :Ev.TemplateScope, format :ArchiveFormat,
+                    description :Text, progress :TemplateProgress) -> (upload :TemplateUpload);
+  # A template `name` made of the archive written to `upload` (docs/templates.md, "Archive
+  # rules"): the archive is unpacked as it arrives (an image's layers once it is whole), and
+  # `commit` answers once the template is ready. A name in use, or scope global without the
+  # admin scope, is refused at once. Dropping the upload without commit fails the template.
+}
+
+enum ArchiveFormat {
+  rootfs @0;       # a root filesystem tarball (tar, tar.gz, tar.zst): one layer
+  image @1;        # an OCI image layout or a docker save archive, as a tar: its layers
+}
+
+interface TemplateUpload {
+  write @0 (data :Data) -> stream;
+  commit @1 () -> (template :TemplateInfo);
+  # The archive is complete: answers the ready template, or the error that refused it (the
+  # template's `failed` event says it too).
+}
+
+interface TemplateProgress {
+  progress @0 (phase :Text, fraction :Float64, output :Text) -> stream;
+  # fraction 0..1, or -1 when unknown; output: the build tool's lines since the last call.
+}
+
+struct TemplateInfo {
+  id @0 :Text;                     # tpl_<16 hex digits>; "" for a stock template not built yet
+  name @1 :Text;
+  scope @2 :Ev.TemplateScope;
+  tenant @3 :Text;                 # tenant scope: the owner
+  status @4 :Text;                 # "stock" (not built yet), "building", "ready", "failed"
+  source @5 :Ev.TemplateSource;
+  description @6 :Text;
+  digest @7 :Data;                 # ready: the template digest (32 bytes)
+  layers @8 :List(Ev.TemplateLayer); # ready: lowest first
+  env @9 :List(Ev.EnvVar);
+  workingDirectory @10 :Text;
+  user @11 :Text;
+  command @12 :List(Text);
+  totalBytes @13 :UInt64;
+  failure @14 :Text;               # failed: "<code>: <message>"
+  createdAtNs @15 :Int64;
+  settledAtNs @16 :Int64;          # ready or failed; 0 while building
+  usedBy @17 :List(Text);          # the live sandboxes that use it (at most 100)
 }
 
 # --- administration (scope "admin") ------------------------------------------------------

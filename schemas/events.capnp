@@ -50,6 +50,7 @@ struct Event {
     connectionOpened @30 :ConnectionOpened;
     connectionDenied @31 :ConnectionDenied;
     connectionClosed @32 :ConnectionClosed;
+    template @33 :TemplateEvent;   # a template's history; sandboxId is "@templates"
   }
 }
 
@@ -212,6 +213,18 @@ struct Created {
   runtime @5 :RuntimeKind;
   clientRequestId @6 :Text;      # makes create idempotent
   env @7 :List(EnvVar);          # every exec sees these
+  content @8 :TemplateRef;       # the exact template content the root filesystem is made of
+}
+
+struct TemplateRef {
+  # What a sandbox's root filesystem is made of: the template as it was when the sandbox was
+  # created (a template never changes once ready; its name may later stand for another one).
+  id @0 :Text;                   # tpl_<16 hex digits>, as the template's events name it
+  digest @1 :Data;               # 32 bytes: the template's digest (TemplateReady.digest)
+  layers @2 :List(Data);         # 32 bytes each: the layers' digests, lowest first
+  env @3 :List(EnvVar);          # the template's environment, below the sandbox's own
+  workingDirectory @4 :Text;     # "" = "/"
+  user @5 :Text;                 # "" = root
 }
 
 struct Started {}
@@ -394,4 +407,95 @@ struct ConnectionClosed {
                                  # errorMessage); interrupted (sandboxd stopped meanwhile: the
                                  # bytes are those counted until then)
   errorMessage @5 :Text;
+}
+
+# --- templates ---------------------------------------------------------------------------
+# Every template event has the record key and sandboxId "@templates" (one stream, one
+# partition, dense sequence numbers across all templates: the node's template registry is
+# its only writer). docs/templates.md describes the lifecycle.
+
+enum TemplateScope {
+  global @0;       # every tenant may use it; only the operator (scope admin) makes it
+  tenant @1;       # the event's tenant's own: invisible to every other tenant
+}
+
+enum TemplateSource {
+  stock @0;        # one of the node's stock templates (base, debian, python, node)
+  import @1;       # an image or root filesystem archive streamed to the daemon
+  spec @2;         # built from a spec (TOML, or the Dockerfile subset)
+}
+
+struct TemplateEvent {
+  templateId @0 :Text;           # tpl_<16 hex digits>; a name may later be reused by another
+  name @1 :Text;                 # [a-z0-9_-]{1,64}, unique among the scope's live templates
+  scope @2 :TemplateScope;       # tenant: the owner is the event's tenant
+  change :union {
+    created @3 :TemplateCreated;
+    layerAdded @4 :TemplateLayerAdded;
+    stepStarted @5 :TemplateStepStarted;
+    stepFinished @6 :TemplateStepFinished;
+    ready @7 :TemplateReady;
+    failed @8 :TemplateFailed;
+    deleted @9 :TemplateDeleted;
+  }
+}
+
+struct TemplateCreated {
+  # A template is being made; layers and steps follow, then ready or failed.
+  source @0 :TemplateSource;
+  description @1 :Text;          # what it is made from, in words ("bookworm minbase + python3 ...")
+  inputSha256 @2 :Data;          # 32 bytes: of the spec, the archive or the package list
+  parentId @3 :Text;             # the template it is built on (a spec's FROM); "" for none
+}
+
+struct TemplateLayerAdded {
+  index @0 :UInt32;              # 0 = the lowest
+  sha256 @1 :Data;               # 32 bytes: the layer's tree digest (its name in the store)
+  bytes @2 :UInt64;              # what it takes in the layer store
+  entries @3 :UInt64;            # files, directories and links in it
+  origin @4 :Text;               # "parent", "image layer sha256:...", "step 3", "stock"
+  reused @5 :Bool;               # it was stored already (layers are stored once)
+}
+
+struct TemplateStepStarted {
+  index @0 :UInt32;              # the spec's steps from 0
+  instruction @1 :Text;          # as written ("RUN pip install -r requirements.txt")
+  cacheKey @2 :Data;             # 32 bytes: (parent layer, step, copied files' hash)
+}
+
+struct TemplateStepFinished {
+  index @0 :UInt32;
+  outcome @1 :OpOutcome;
+  cached @2 :Bool;               # the build cache had its layer: nothing ran
+  exitCode @3 :Int32;            # a RUN step's; 0 otherwise
+  durationNs @4 :Int64;
+  layer @5 :Data;                # 32 bytes: the layer it produced; empty when it made none
+  outputBytes @6 :UInt64;        # stdout and stderr together
+  errorCode @7 :ErrorCode;       # outcome failed: why
+  errorMessage @8 :Text;
+}
+
+struct TemplateReady {
+  # The template can be used. Its content is fixed from here on.
+  digest @0 :Data;               # 32 bytes: SHA-256 of layers and config (docs/templates.md)
+  layers @1 :List(TemplateLayer);
+  env @2 :List(EnvVar);          # image defaults every sandbox of it starts with
+  workingDirectory @3 :Text;
+  user @4 :Text;
+  command @5 :List(Text);        # the default command (`sandboxctl run` and images' CMD)
+  totalBytes @6 :UInt64;         # its layers' bytes
+}
+
+struct TemplateLayer {
+  sha256 @0 :Data;
+  bytes @1 :UInt64;
+}
+
+struct TemplateFailed {
+  errorCode @0 :ErrorCode;
+  errorMessage @1 :Text;
+}
+
+struct TemplateDeleted {
+  reason @0 :Text;               # "user", or why sandboxd replaced it
 }

@@ -28,6 +28,56 @@ inline event sample_envelope(std::uint64_t sequence, payload body) {
   return e;
 }
 
+// One template event of every change (template_<change>.bin), on the template stream.
+inline std::vector<event> template_samples() {
+  using namespace std::chrono_literals;
+  sha256_digest d{}, l0{}, l1{}, k{};
+  for (std::size_t i = 0; i < d.size(); ++i) {
+    d[i] = static_cast<std::uint8_t>(0x33 + i);
+    l0[i] = static_cast<std::uint8_t>(0x80 ^ i);
+    l1[i] = static_cast<std::uint8_t>(0xC0 + i);
+    k[i] = static_cast<std::uint8_t>(0x5A ^ (3 * i));
+  }
+  template_ready ready;
+  ready.digest = d;
+  ready.layers = {{l0, 123'456'789}, {l1, 4096}};
+  ready.env = {{"PATH", "/usr/local/bin:/usr/bin:/bin", false, std::nullopt}};
+  ready.working_directory = "/workspace";
+  ready.user = "app";
+  ready.command = {"python3", "-i"};
+  ready.total_bytes = 123'460'885;
+  template_step_finished fin;
+  fin.index = 2;
+  fin.outcome = op_outcome::failed;
+  fin.cached = true;
+  fin.exit_code = 127;
+  fin.duration = 4'500'000'001ns;
+  fin.layer = l1;
+  fin.output_bytes = 65'537;
+  fin.failure = error{errc::invalid_argument, "RUN pip install: exit status 127"};
+  std::vector<template_change> changes{
+    template_created{template_source::spec, "spec build (Dockerfile, 4 steps)", k,
+                     "tpl_fedcba9876543210"},
+    template_layer_added{1, l1, 4096, 17, "step 2", true},
+    template_step_started{2, "RUN pip install -r requirements.txt", k},
+    fin,
+    ready,
+    template_failed{error{errc::unavailable, "mmdebstrap could not reach the apt sources"}},
+    template_deleted{"user"},
+  };
+  std::vector<event> out;
+  std::uint64_t seq = 1;
+  for (auto& c : changes) {
+    auto e = sample_envelope(seq++, template_event{"tpl_0123456789abcdef", "py-app",
+                                                   template_scope::tenant, std::move(c)});
+    e.sandbox_id = std::string(template_stream_key);
+    e.event_id = e.sandbox_id + ":" + std::to_string(e.sequence);
+    e.causation_id.clear();
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 // In schema order: samples()[i] has the payload payload_type_names()[i].
 inline std::vector<event> samples() {
   using namespace std::chrono_literals;
@@ -86,6 +136,7 @@ inline std::vector<event> samples() {
   std::uint64_t seq = 1;
   for (auto& b : bodies)
     out.push_back(sample_envelope(seq++, std::move(b)));
+  out.push_back(template_samples().front()); // template_event: its first change
   return out;
 }
 
@@ -150,6 +201,26 @@ inline std::vector<event> samples_v2() {
   out.push_back(sample_envelope(104, fr));
   out.push_back(sample_envelope(105, timeout_changed{timeouts}));
   return out;
+}
+
+// Payloads extended a second time (<name>.v3.bin): `created` naming its template content.
+inline std::vector<event> samples_v3() {
+  auto cr = std::get<created>(samples_v2()[0].body);
+  sha256_digest t{}, l0{}, l1{};
+  for (std::size_t i = 0; i < t.size(); ++i) {
+    t[i] = static_cast<std::uint8_t>(0x10 + i);
+    l0[i] = static_cast<std::uint8_t>(0x80 ^ i);
+    l1[i] = static_cast<std::uint8_t>(0xC0 + i);
+  }
+  cr.template_name = "python";
+  cr.content.id = "tpl_0123456789abcdef";
+  cr.content.digest = t;
+  cr.content.layers = {l0, l1};
+  cr.content.env = {{"PATH", "/usr/bin:/bin", false, std::nullopt},
+                    {"LANG", "C.UTF-8", false, std::nullopt}};
+  cr.content.working_directory = "/workspace";
+  cr.content.user = "1000:1000";
+  return {sample_envelope(201, cr)};
 }
 
 } // namespace sandboxd::events::testing

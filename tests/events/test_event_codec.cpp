@@ -187,10 +187,17 @@ BOOST_AUTO_TEST_CASE(a_sha256_that_is_not_32_bytes_is_rejected) {
 // read them.
 namespace {
 
+// A record's golden file name: its payload's name; a template event's, its change's.
+std::string golden_name(const event& e) {
+  if (const auto* t = std::get_if<template_event>(&e.body))
+    return "template_" + std::string(change_name(t->change));
+  return std::string(type_name(e.body));
+}
+
 void check_golden(const std::vector<event>& events, const std::string& suffix) {
   const bool write = std::getenv("SANDBOXD_WRITE_GOLDEN") != nullptr;
   for (const auto& e : events) {
-    auto name = std::string(type_name(e.body));
+    auto name = golden_name(e);
     fs::path path = fs::path(golden_dir()) / (name + suffix);
     if (write && !fs::exists(path)) {
       std::ofstream(path, std::ios::binary) << encode(e);
@@ -200,7 +207,7 @@ void check_golden(const std::vector<event>& events, const std::string& suffix) {
       BOOST_TEST_REQUIRE(fs::exists(path), "golden file missing");
       auto d = decode(read_file(path));
       BOOST_TEST_REQUIRE(d.ok(), (d.ok() ? "" : d.failure().message));
-      BOOST_TEST(type_name(d.get().body) == name);
+      BOOST_TEST(golden_name(d.get()) == name);
       BOOST_TEST((d.get() == e));
     }
   }
@@ -216,6 +223,16 @@ BOOST_AUTO_TEST_CASE(every_golden_file_decodes_to_its_sample) {
 // version's file of the same payload (above) still decodes, with the new fields at defaults.
 BOOST_AUTO_TEST_CASE(every_extended_golden_file_decodes_to_its_sample) {
   check_golden(samples_v2(), ".v2.bin");
+}
+
+// `created` naming its template content (a v1 and v2 file decode with none).
+BOOST_AUTO_TEST_CASE(created_with_template_content_decodes_from_its_golden_file) {
+  check_golden(sandboxd::events::testing::samples_v3(), ".v3.bin");
+}
+
+// Every change of the template stream, from its golden file.
+BOOST_AUTO_TEST_CASE(every_template_change_decodes_from_its_golden_file) {
+  check_golden(sandboxd::events::testing::template_samples(), ".bin");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

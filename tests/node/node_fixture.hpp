@@ -78,8 +78,9 @@ public:
       "for id in $($rt --root=\"$s\" list --quiet); do unshare -m sh -c 'umount "
       "/sys/fs/cgroup/unified 2>/dev/null; $0 --root=\"$1\" delete --force \"$2\"' $rt \"$s\" "
       "\"$id\"; done; done >/dev/null 2>&1; for p in /proc/[0-9]*; do case \"$(readlink "
-      "$p/cwd)\" in \"$d\"/*) kill -9 ${p#/proc/} 2>/dev/null;; esac; done; grep -o \"$d/[^ "
-      "]*/merged\" /proc/mounts | while read m; do umount -l \"$m\"; done; rm -rf \"$d\"");
+      "$p/cwd)\" in \"$d\"/*) kill -9 ${p#/proc/} 2>/dev/null;; esac; done; awk '{print $5}' "
+      "/proc/self/mountinfo | grep -F \"$d/\" | sort -r | while read m; do umount -l \"$m\"; "
+      "done; rm -rf \"$d\"");
   }
   ~node_dir() { guardian_.reset(); }
 

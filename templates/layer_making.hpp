@@ -1,0 +1,40 @@
+// layer_making — the ways a layer gets into the layer store, each ending in one commit
+// (layer_store.hpp: digested, read-only, named by its digest, stored once): from a tar
+// archive, from a whole root filesystem stacked on a lower layer (layer_diff.hpp), the
+// `base` tree, and the sandboxd layer on top of every template.
+#pragma once
+
+#include "base/result.hpp"
+#include "runtime/layer_store.hpp"
+#include "templates/archive_reader.hpp"
+#include "templates/layer_diff.hpp"
+
+#include <string>
+
+namespace sandboxd::templates {
+
+struct made_layer {
+  runtime::committed_layer layer;
+  write_report report;
+};
+
+// The archive as one layer (whiteouts: literal for a root filesystem, overlay for an image
+// layer). The staging tree is discarded on any error.
+result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source source,
+                                  const import_limits& limits, whiteouts mode);
+
+// The whole tree in the archive as the layer above the stored layer `lower` (hex digest).
+result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
+                               const std::string& lower, const import_limits& limits);
+
+// `base`: runtime/template_store.hpp's tree (the host's busybox) with every mtime 0, so the
+// same busybox gives the same layer on every node.
+result<made_layer> base_layer(runtime::layer_store& store);
+
+// The layer sandboxd puts on top of every template but base: /workspace (0755) and /tmp
+// (01777) with a placeholder file (an empty /tmp becomes a tmpfs inside gVisor, and writes to
+// it would not reach the writable layer), all owned by root with mtime 0: the same layer for
+// every template, stored once.
+result<made_layer> sandboxd_layer(runtime::layer_store& store);
+
+} // namespace sandboxd::templates
