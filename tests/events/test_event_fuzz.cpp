@@ -68,8 +68,12 @@ struct decode_probe {
     }
     ++accepted;
     // Whatever decodes is an event the encoder can write again, unless its payload is from
-    // a newer version; the second decode gives the same event.
+    // a newer version (a payload, or a template event's change); the second decode gives the same
+    // event.
     if (std::holds_alternative<unknown>(d.get().body))
+      return;
+    if (auto* t = std::get_if<template_event>(&d.get().body);
+        t && std::holds_alternative<template_unknown>(t->change))
       return;
     auto again = decode(encode(d.get()));
     BOOST_REQUIRE(again.ok());

@@ -1,7 +1,7 @@
 // Bills from projected streams, against figures worked out by hand (not a second run of the
-// same code): a sandbox that goes through every event kind (snapshot_taken and a payload of a
-// newer version included), the published example, and the per-line rounding. The stream is
-// appended to a real file_log and projected into a real PostgreSQL in small batches.
+// same code): a sandbox that goes through every event kind (snapshot_taken, a template event
+// and a payload of a newer version included), the published example, and the per-line rounding. The
+// stream is appended to a real file_log and projected into a real PostgreSQL in small batches.
 #define BOOST_TEST_MODULE billing_projection
 #include <boost/test/unit_test.hpp>
 
@@ -117,7 +117,14 @@ std::vector<events::event> every_kind() {
   s.after(1h).fail("runsc exited 137");
   s.after(1h).remove();
   s.after(1h).add(redacted{"privacy request 12"});
-  return s.events();
+  // A template the tenant built, on the templates' own stream, between sb-all's snapshot and
+  // its pause: it bills nothing and moves none of sb-all's intervals.
+  sandbox_events templates(std::string(template_stream_key), "acme", t0_ns);
+  templates.after(17min + 2h)
+    .add(template_event{"tpl-1", "py", template_scope::tenant, template_created{}}, "alice");
+  auto all = s.events();
+  all.insert(all.begin() + 11, templates.events().front());
+  return all;
 }
 
 } // namespace
@@ -126,7 +133,7 @@ BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::
 
 BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixture) {
   const auto stream = every_kind();
-  BOOST_TEST_REQUIRE(stream.size() == 26u);
+  BOOST_TEST_REQUIRE(stream.size() == 27u);
   std::set<std::string_view> kinds;
   for (const auto& e : stream)
     kinds.insert(events::type_name(e.body));
