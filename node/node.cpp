@@ -240,7 +240,7 @@ void node::start() {
       templates_ = std::make_unique<templates::template_registry>(std::move(ro));
       const auto ready = templates_->snapshot();
       spdlog::info("templates: {} known, layers in {}{}", ready.by_id.size(), layers_->path(),
-                   layers_->read_only_layers() ? " (read-only btrfs subvolumes)" : "");
+                   layers_->on_btrfs() ? " (a btrfs pool)" : " (plain directories)");
     }
 
     // 6. The control plane.

@@ -117,29 +117,32 @@ layer_store::~layer_store() {
 }
 
 void layer_store::remove_tree(const std::string& name) {
-  if (pool_) {
-    struct stat st {};
-    if (::fstatat(root_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-        S_ISDIR(st.st_mode) && st.st_ino == 256) { // 256: the root of a btrfs subvolume
-      pool_->remove(name);
-      return;
-    }
+  if (pool_ && is_subvolume(name)) {
+    pool_->remove(name);
+    return;
   }
   remove_tree_at(root_fd_.get(), name);
+}
+
+bool layer_store::is_subvolume(const std::string& name) const {
+  struct stat st {};
+  return ::fstatat(root_fd_.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISDIR(st.st_mode) && st.st_ino == 256; // 256: the root of a btrfs subvolume
 }
 
 layer_staging layer_store::begin() {
   layer_staging s;
   s.name = k_staging_prefix + random_suffix();
-  if (pool_) {
-    s.fd = pool_->make_subvolume(s.name);
-  } else {
-    if (::mkdirat(root_fd_.get(), s.name.c_str(), 0755) != 0)
-      fail("mkdir " + root_ + "/" + s.name);
-    s.fd = open_beneath(root_fd_.get(), s.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-    if (!s.fd)
-      fail("open " + root_ + "/" + s.name);
-  }
+  // A directory, not a subvolume of its own even on btrfs: every btrfs subvolume numbers
+  // its inodes from 256 while they share one device, so two layers' files would share
+  // (st_dev, st_ino) in a sandbox's overlay, and what keys files on that (gVisor's gofer,
+  // which shares one inode between such files; tar and cp -a, which take them for hard
+  // links) would read one file for another. The store's directories share one numbering.
+  if (::mkdirat(root_fd_.get(), s.name.c_str(), 0755) != 0)
+    fail("mkdir " + root_ + "/" + s.name);
+  s.fd = open_beneath(root_fd_.get(), s.name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!s.fd)
+    fail("open " + root_ + "/" + s.name);
   ::fchmod(s.fd.get(), 0755);
   return s;
 }
@@ -162,18 +165,16 @@ committed_layer layer_store::commit(layer_staging s) {
       fail("sync layer " + s.name);
     out.summary = digest_layer(s.fd.get());
     s.fd.reset();
-    if (pool_) {
-      pool_->commit(); // its files are on disk before the name says the layer is whole
-      pool_->make_read_only(s.name);
-    } else {
+    // Its files are on disk before the name says the layer is whole.
+    if (pool_)
+      pool_->commit();
+    else
       ::syncfs(root_fd_.get());
-    }
     std::lock_guard<std::mutex> g(mu_);
-    bool renamed = pool_ ? pool_->rename(s.name, out.summary.sha256)
-                         : ::renameat2(root_fd_.get(), s.name.c_str(), root_fd_.get(),
-                                       out.summary.sha256.c_str(), RENAME_NOREPLACE) == 0;
+    bool renamed = ::renameat2(root_fd_.get(), s.name.c_str(), root_fd_.get(),
+                               out.summary.sha256.c_str(), RENAME_NOREPLACE) == 0;
     if (!renamed) {
-      if (!pool_ && errno != EEXIST)
+      if (errno != EEXIST)
         fail("name layer " + out.summary.sha256);
       out.reused = true;
       remove_tree(s.name);
@@ -207,7 +208,7 @@ unique_fd layer_store::open(const std::string& sha256) const {
 std::uint64_t layer_store::bytes(const std::string& sha256) const {
   if (!is_layer_name(sha256))
     return 0;
-  if (pool_)
+  if (pool_ && is_subvolume(sha256)) // a layer stored before layers were directories
     return pool_->usage(sha256);
   return tree_bytes_at(root_fd_.get(), sha256);
 }

@@ -3,17 +3,20 @@
 //
 // With btrfs (the usual case: the OCI drivers need it for their writable layers anyway) the
 // store is a layer pool of its own (layer_pool.hpp: an image file loop-mounted nosuid,nodev
-// at <dir>/layers, 0700) and a layer is a read-only subvolume <dir>/layers/<sha256>: the
-// kernel refuses every change to it, root's included. Without btrfs (a node that runs only
-// the hollow driver, unit tests) a layer is a plain directory <dir>/layers/<sha256> that
-// nothing in sandboxd ever writes after it is named.
+// at <dir>/layers, 0700, bounded in size); without it (a node that runs only the hollow
+// driver, unit tests) the store is the directory <dir>/layers. Either way a layer is a
+// directory <dir>/layers/<sha256> that nothing in sandboxd writes after it is named, and
+// sandboxes see it only through read-only mounts (oci_driver.hpp). Not a subvolume each:
+// btrfs numbers each subvolume's inodes from 256 on one device, so files of two layers
+// would share (st_dev, st_ino) in a sandbox's overlay, and gVisor's gofer (which shares one
+// inode between such files), tar and cp -a would take one file for another. Layers stored
+// as subvolumes by an older sandboxd are still read, measured and removed.
 //
-// A layer is made in a staging tree (begin(): a writable subvolume or directory
-// `.staging-<random>`), filled by the caller through its handle, then commit() digests it,
-// makes it read-only and renames it to its digest in one step; when that digest is already
-// stored, the staging tree is deleted and the stored layer is the result (`reused`). So a
-// name always stands for a complete layer: a crash leaves at most a staging tree, which
-// the next store deletes when it opens.
+// A layer is made in a staging tree (begin(): a directory `.staging-<random>`), filled by the
+// caller through its handle, then commit() digests it, syncs it and renames it to its digest in one
+// step; when that digest is already stored, the staging tree is deleted and the stored layer is the
+// result (`reused`). So a name always stands for a complete layer: a crash leaves at most a staging
+// tree, which the next store deletes when it opens.
 //
 // Sandboxes reach a layer only through open(): an O_PATH handle of <sha256> resolved
 // beneath the store with no symlink, which the driver idmaps and stacks (oci_driver.hpp).
@@ -64,8 +67,8 @@ public:
   layer_store(const layer_store&) = delete;
   layer_store& operator=(const layer_store&) = delete;
 
-  bool read_only_layers() const { return pool_ != nullptr; } // btrfs: the kernel enforces it
   const std::string& path() const { return root_; }
+  bool on_btrfs() const { return pool_ != nullptr; } // in a pool of its own, bounded in size
 
   layer_staging begin();
   // Digests `staging` and stores it under its digest (see the header comment). The staging
@@ -88,6 +91,7 @@ public:
 
 private:
   void remove_tree(const std::string& name);
+  bool is_subvolume(const std::string& name) const;
 
   layer_store_options options_;
   std::string root_;

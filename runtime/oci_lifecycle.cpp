@@ -79,6 +79,7 @@ outcome<void> oci_driver::create_container(const sandbox_record& r, bool sync_ne
                        r.id_base != 0 ? exec_guard_path() : ""};
   if (r.agent)
     bundle.agent_dir = dir(id) + "/agent";
+  bundle.in_gvisor = cli_.kind() == oci_runtime::runsc;
   auto link = link_of_record(r);
   if (link) {
     // A link a crash or a reboot took away is made again (its namespace is a mount).

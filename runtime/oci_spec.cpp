@@ -130,7 +130,8 @@ std::string make_config_json(const bundle_params& p) {
                 {"cgroupsPath", p.cgroups_path},
                 {"maskedPaths", k_masked},
                 {"readonlyPaths", k_readonly},
-                {"seccomp", default_seccomp_profile()}};
+                {"seccomp", default_seccomp_profile(p.in_gvisor ? seccomp_kernel::gvisor
+                                                                : seccomp_kernel::linux_kernel)}};
   if (p.id_base != 0) {
     namespaces.push_back({{"type", "user"}});
     json map = {{{"containerID", 0}, {"hostID", p.id_base}, {"size", 65536}}};

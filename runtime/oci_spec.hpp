@@ -43,6 +43,8 @@ struct bundle_params {
   // /dev/.sandboxd; with it (and the guard) the sandbox's first process is the agent,
   // without it the idle shell of idle_init_args.
   std::string agent_dir;
+  // Whose kernel applies the seccomp filter (seccomp_profile.hpp): gVisor's under runsc.
+  bool in_gvisor = false;
 };
 
 // The capabilities every sandbox process gets (bounding, effective and permitted).

@@ -82,7 +82,7 @@ const std::vector<std::string_view>& seccomp_allowed_syscalls() {
   return k_allowed;
 }
 
-json default_seccomp_profile() {
+json default_seccomp_profile(seccomp_kernel kernel) {
   json syscalls = json::array();
   syscalls.push_back({{"names", k_allowed}, {"action", "SCMP_ACT_ALLOW"}});
   syscalls.push_back(allow_if("socket", {arg(0, k_af_vsock, "SCMP_CMP_NE")}));
@@ -93,8 +93,14 @@ json default_seccomp_profile() {
   syscalls.push_back(allow_if(
     "clone",
     {{{"index", 0}, {"value", k_namespace_flags}, {"valueTwo", 0}, {"op", "SCMP_CMP_MASKED_EQ"}}}));
-  // clone3 passes its flags in memory a filter cannot read: make libc fall back to clone.
-  syscalls.push_back({{"names", {"clone3"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", k_enosys}});
+  // clone3 passes its flags in memory a filter cannot read: make libc fall back to clone
+  // (ENOSYS; seccomp_profile.hpp says why gVisor needs another action for it). ptrace is
+  // not allowed, so no process of the sandbox can be the tracer SCMP_ACT_TRACE waits for.
+  if (kernel == seccomp_kernel::gvisor)
+    syscalls.push_back({{"names", {"clone3"}}, {"action", "SCMP_ACT_TRACE"}});
+  else
+    syscalls.push_back(
+      {{"names", {"clone3"}}, {"action", "SCMP_ACT_ERRNO"}, {"errnoRet", k_enosys}});
   return {{"defaultAction", "SCMP_ACT_ERRNO"},
           {"defaultErrnoRet", 1},
           {"architectures", {"SCMP_ARCH_X86_64", "SCMP_ARCH_X86", "SCMP_ARCH_X32"}},

@@ -20,8 +20,16 @@
 
 namespace sandboxd::runtime {
 
+// The kernel that applies the filter. Linux honours an errno action's `errnoRet`; gVisor's
+// OCI filter loader does not (runsc/specutils/seccomp: every SCMP_ACT_ERRNO returns
+// EPERM), so there clone3 is refused with SCMP_ACT_TRACE, which with no tracer returns
+// ENOSYS in gVisor as in Linux. Either way libc's pthread_create and fork fall back to
+// clone(), whose flags the filter reads; an EPERM from clone3 would make them fail
+// instead (no thread could start: python's threading, node).
+enum class seccomp_kernel { linux_kernel, gvisor };
+
 // The profile as an OCI `linux.seccomp` object.
-nlohmann::json default_seccomp_profile();
+nlohmann::json default_seccomp_profile(seccomp_kernel kernel = seccomp_kernel::linux_kernel);
 
 // The names the profile allows without conditions (for tests and docs/security.md).
 const std::vector<std::string_view>& seccomp_allowed_syscalls();

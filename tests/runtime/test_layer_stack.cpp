@@ -1,5 +1,6 @@
 // Template layers under real sandboxes (built once for crun, once for runsc): a layer is a
-// read-only subvolume named by its digest and stored once; a sandbox's root is its
+// directory named by its digest and stored once, mounted read-only; no two files of a
+// stack share an inode number; a sandbox's root is its
 // template's layers (whiteouts and opaque directories honoured) under its own writable
 // layer; the layers are shared, never copied or changed by a sandbox; pauses and removal
 // mount and unmount the stack and leave nothing mounted.
@@ -135,12 +136,30 @@ BOOST_FIXTURE_TEST_CASE(sandboxes_share_layers_and_never_change_them, fixture) {
     BOOST_TEST(digest_layer(rd.get()).sha256 == l);
   }
   BOOST_TEST(store->bytes(lowest) == bytes_before);
-  // Read-only for the host too, root included (btrfs read-only subvolumes).
-  if (store->read_only_layers()) {
-    int fd = ::open((store->path() + "/" + lowest + "/etc/new").c_str(), O_CREAT | O_WRONLY, 0644);
-    BOOST_TEST(fd < 0);
-    BOOST_TEST(errno == EROFS);
-  }
+  // The layers under a sandbox's overlay are read-only mounts, root's writes included.
+  int fd = ::open((data + "/sandboxes/sb1/lower/0/etc/new").c_str(), O_CREAT | O_WRONLY, 0644);
+  BOOST_TEST(fd < 0);
+  BOOST_TEST(errno == EROFS);
+}
+
+BOOST_FIXTURE_TEST_CASE(files_of_different_layers_are_different_files, fixture) {
+  // A third layer of 60 files: with a numbering of its own per layer (one btrfs subvolume
+  // each) they would take the inode numbers of the lowest layer's busybox and applets on
+  // one device, and gVisor would serve one file's bytes for another; tar and cp -a would
+  // take them for hard links.
+  auto c = store->begin();
+  std::string pc = store->path() + "/" + c.name;
+  std::filesystem::create_directories(pc + "/opt/many");
+  for (int i = 0; i < 60; ++i)
+    write(pc + "/opt/many/f" + std::to_string(i), "file " + std::to_string(i) + "\n");
+  const auto many = store->commit(std::move(c)).summary.sha256;
+  running("sb1", {lowest, upper, many});
+  auto r = sh("sb1", "find / -xdev ! -type d -exec stat -c '%d:%i %n' {} + | sort | "
+                     "awk '{ if ($1 == k) print p \" = \" $2; k = $1; p = $2 }'; "
+                     "cat /opt/many/f59 /opt/b.txt");
+  BOOST_TEST(r.exit_code == 0, r.stderr_data);
+  // No two paths with one (st_dev, st_ino), and each file reads as itself.
+  BOOST_TEST(r.stdout_data == "file 59\nfrom the upper layer\n");
 }
 
 BOOST_FIXTURE_TEST_CASE(pauses_keep_the_stack_and_removal_unmounts_it, fixture) {

@@ -16,6 +16,7 @@
 
 using nlohmann::json;
 using sandboxd::runtime::default_seccomp_profile;
+using sandboxd::runtime::seccomp_kernel;
 
 namespace {
 
@@ -126,6 +127,28 @@ BOOST_AUTO_TEST_CASE(new_namespaces_through_clone_unshare_and_setns_are_denied) 
   // clone3's flags are in memory no filter reads: it must fail (ENOSYS makes libc fall
   // back to clone, where the flags are checked).
   BOOST_TEST(denied(action(p, "clone3")));
+}
+
+// Where clone3 is refused, libc falls back to clone only on ENOSYS: an EPERM leaves every
+// process unable to start a thread. Linux honours errnoRet; gVisor answers every errno
+// action with EPERM, so there the refusal is SCMP_ACT_TRACE (ENOSYS with no tracer, and no
+// process of the sandbox may ptrace), and the profile still allows neither ptrace nor an
+// unfiltered clone.
+BOOST_AUTO_TEST_CASE(clone3_fails_with_enosys_under_either_kernel) {
+  const auto rule_for = [](const json& p) {
+    for (const auto& r : p.at("syscalls"))
+      if (r.at("names") == json::array({"clone3"}))
+        return r;
+    return json();
+  };
+  const json on_linux = rule_for(default_seccomp_profile(seccomp_kernel::linux_kernel));
+  BOOST_TEST(on_linux.value("action", "") == "SCMP_ACT_ERRNO");
+  BOOST_TEST(on_linux.value("errnoRet", 0) == 38 /* ENOSYS */);
+  const json gvisor = default_seccomp_profile(seccomp_kernel::gvisor);
+  BOOST_TEST(rule_for(gvisor).value("action", "") == "SCMP_ACT_TRACE");
+  BOOST_TEST(denied(action(gvisor, "ptrace")));
+  BOOST_TEST(denied(action(gvisor, "clone", {k_sigchld | k_clone_newuser})));
+  BOOST_TEST(action(gvisor, "clone", {k_sigchld}) == "SCMP_ACT_ALLOW");
 }
 
 BOOST_AUTO_TEST_CASE(vsock_and_unknown_personalities_are_denied) {
