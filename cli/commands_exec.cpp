@@ -1,4 +1,6 @@
-// The exec commands: exec (foreground or --background), ps, kill, wait.
+// The exec commands: exec (foreground or --background), run (code in a language), ps, kill,
+// wait.
+#include "api/code_language.hpp"
 #include "cli/command_support.hpp"
 #include "cli/command_table.hpp"
 #include "cli/commands.hpp"
@@ -8,6 +10,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <functional>
 
 namespace sandboxd::cli {
 namespace {
@@ -23,6 +26,51 @@ int finish(context& cx, const api::exec_result& r, std::chrono::nanoseconds time
   if (auto why = exec_ending_note(r, timeout); !why.empty())
     cx.note("exec " + r.exec_id + " " + why);
   return exit_code_of(r);
+}
+
+// --env and --timeout into `o`; 0, or the exit code of a usage error.
+int env_and_timeout(context& cx, const std::vector<std::string>& env, const std::string& timeout,
+                    api::exec_options& o) {
+  if (int e = env_flags(cx, "--env", env, false, o.env))
+    return e;
+  auto t = duration_flag(cx, "--timeout", timeout);
+  if (!t)
+    return t.exit;
+  o.timeout = t.value->value_or(std::chrono::nanoseconds{0});
+  return 0;
+}
+
+// Runs an exec in the foreground: its output streams to sandboxctl's own, or with --json is
+// kept for the one document (stdout, stderr, and with `combined` both as they came in
+// `output`), which `more` may add to.
+int foreground(context& cx, api::client& client, const std::string& id, const api::exec_options& o,
+               bool combined, const std::function<void(json&)>& more = {}) {
+  std::string out, err, both;
+  api::output_callback on_output = [&](api::output_stream s, std::string_view bytes) {
+    if (cx.as_json()) {
+      (s == api::output_stream::err ? err : out).append(bytes);
+      if (combined)
+        both.append(bytes);
+    } else if (s == api::output_stream::err) {
+      cx.err(bytes);
+    } else {
+      cx.out(bytes);
+    }
+  };
+  auto r = client.exec(id, o, on_output);
+  if (!r)
+    return cx.fail(r.err());
+  if (cx.as_json()) {
+    auto doc = exec_result_json(*r);
+    if (more)
+      more(doc);
+    put_bytes(doc, "stdout", out);
+    put_bytes(doc, "stderr", err);
+    if (combined)
+      put_bytes(doc, "output", both);
+    cx.print(doc);
+  }
+  return finish(cx, *r, o.timeout);
 }
 
 void add_exec(command_table& t) {
@@ -45,12 +93,8 @@ void add_exec(command_table& t) {
             o.argv = a->command;
             o.cwd = a->cwd;
             o.max_output_bytes = a->max_output;
-            if (int e = env_flags(cx, "--env", a->env, false, o.env))
+            if (int e = env_and_timeout(cx, a->env, a->timeout, o))
               return e;
-            auto timeout = duration_flag(cx, "--timeout", a->timeout);
-            if (!timeout)
-              return timeout.exit;
-            o.timeout = timeout.value->value_or(std::chrono::nanoseconds{0});
             if (a->stdin_ && a->background)
               return cx.usage("-i and --background do not go together: a background exec gets no "
                               "stdin from sandboxctl");
@@ -68,25 +112,7 @@ void add_exec(command_table& t) {
                   cx.out(e->exec_id + "\n");
                 return k_exit_ok;
               }
-              std::string out, err;
-              api::output_callback on_output = [&](api::output_stream s, std::string_view bytes) {
-                if (cx.as_json())
-                  (s == api::output_stream::err ? err : out).append(bytes);
-                else if (s == api::output_stream::err)
-                  cx.err(bytes);
-                else
-                  cx.out(bytes);
-              };
-              auto r = client.exec(a->id, o, on_output);
-              if (!r)
-                return cx.fail(r.err());
-              if (cx.as_json()) {
-                auto doc = exec_result_json(*r);
-                put_bytes(doc, "stdout", out);
-                put_bytes(doc, "stderr", err);
-                cx.print(doc);
-              }
-              return finish(cx, *r, o.timeout);
+              return foreground(cx, client, a->id, o, false);
             });
           });
   c->add_option("id", a->id, "the sandbox's id")->required()->type_name("ID");
@@ -106,6 +132,53 @@ void add_exec(command_table& t) {
   c->add_option("--max-output", a->max_output,
                 "bytes of stdout and of stderr to pass on (default: the node's cap)")
     ->type_name("BYTES");
+}
+
+void add_run(command_table& t) {
+  struct args {
+    std::string id, language, code, cwd, timeout;
+    std::vector<std::string> env;
+  };
+  auto a = std::make_shared<args>();
+  auto* c =
+    t.add(t.app(), "run",
+          "Run code in a sandbox with its language's interpreter (" + api::code_language_names() +
+            "); sandboxctl exits with its code",
+          "  sandboxctl run sb-0a1b2c3d4e5f --lang python 'print(sum([2, 3, 5]))'\n"
+          "  sandboxctl run sb-0a1b2c3d4e5f --lang node < script.js\n"
+          "  sandboxctl run --json sb-0a1b2c3d4e5f --lang sh 'echo out; echo err >&2'",
+          [a](context& cx) -> int {
+            auto lang = api::code_language_of(a->language);
+            if (!lang)
+              return cx.usage("--lang: " + lang.err().message);
+            api::exec_options o;
+            o.argv = lang->argv;
+            o.cwd = a->cwd;
+            if (int e = env_and_timeout(cx, a->env, a->timeout, o))
+              return e;
+            if (a->code.empty() || a->code == "-") { // the code is sandboxctl's stdin
+              if (!read_all_fd(0, o.stdin_bytes))
+                return cx.fail(make_error(errc::unavailable, std::string("cannot read stdin: ") +
+                                                               std::strerror(errno)));
+            } else {
+              o.stdin_bytes = a->code;
+            }
+            return with_client(cx, [&](api::client& client) -> int {
+              return foreground(cx, client, a->id, o, true,
+                                [&](json& doc) { doc["language"] = lang->name; });
+            });
+          });
+  c->add_option("id", a->id, "the sandbox's id")->required()->type_name("ID");
+  c->add_option("--lang,-l", a->language, "the language: " + api::code_language_names())
+    ->required()
+    ->type_name("LANG");
+  c->add_option("code", a->code, "the code (default, or -: read from stdin)")->type_name("CODE");
+  c->add_option("--env,-e", a->env, "an environment variable for the code (repeatable)")
+    ->type_name("K=V");
+  c->add_option("--cwd,-w", a->cwd, "working directory (default /)")->type_name("DIR");
+  c->add_option("--timeout", a->timeout,
+                "kill the interpreter and everything it started after this long (default: none)")
+    ->type_name("DURATION");
 }
 
 void add_ps(command_table& t) {
@@ -189,6 +262,7 @@ void add_wait(command_table& t) {
 
 void add_exec_commands(command_table& t) {
   add_exec(t);
+  add_run(t);
   add_ps(t);
   add_kill(t);
   add_wait(t);

@@ -42,6 +42,15 @@ std::vector<json_field> exec_result_fields() {
           f("stderr_bytes", "integer", "bytes it wrote to stderr")};
 }
 
+// A finished exec with its output (exec, run).
+std::vector<json_field> exec_output_fields() {
+  return with(exec_result_fields(),
+              {opt("stdout", "string", "its stdout, when that is UTF-8"),
+               opt("stdout_base64", "string", "its stdout in base64, when that is not UTF-8"),
+               opt("stderr", "string", "its stderr, when that is UTF-8"),
+               opt("stderr_base64", "string", "its stderr in base64, when that is not UTF-8")});
+}
+
 const std::vector<json_shape> k_shapes = {
   {"sandbox",
    "one sandbox, as the sandbox's actor knows it",
@@ -86,12 +95,12 @@ const std::vector<json_shape> k_shapes = {
   {"redacted",
    "a redacted sandbox",
    {f("id", "string", "its id"), f("redacted", "boolean", "always true")}},
-  {"exec_output", "a finished exec and its output",
-   with(exec_result_fields(),
-        {opt("stdout", "string", "its stdout, when that is UTF-8"),
-         opt("stdout_base64", "string", "its stdout in base64, when that is not UTF-8"),
-         opt("stderr", "string", "its stderr, when that is UTF-8"),
-         opt("stderr_base64", "string", "its stderr in base64, when that is not UTF-8")})},
+  {"exec_output", "a finished exec and its output", exec_output_fields()},
+  {"code_output", "code run in a language and its output",
+   with(exec_output_fields(),
+        {f("language", "string", "the language (python, node, bash, sh)"),
+         opt("output", "string", "stdout and stderr in the order they came, when that is UTF-8"),
+         opt("output_base64", "string", "the same in base64, when that is not UTF-8")})},
   {"exec_result", "a finished exec", exec_result_fields()},
   {"exec_started",
    "an exec in flight",
@@ -286,6 +295,7 @@ const std::vector<json_output> k_outputs = {
   {"redact", "redacted"},
   {"exec", "exec_output"},
   {"exec --background", "exec_started"},
+  {"run", "code_output"},
   {"ps", "exec_list"},
   {"kill", "signal_sent"},
   {"wait", "exec_result"},

@@ -1,9 +1,11 @@
 // The pure parts of the RPC layer: the error code's names and its mapping to and from Cap'n
-// Proto exceptions, addresses, the token table and the tenant ledger's quota arithmetic.
+// Proto exceptions, addresses, the token table, the tenant ledger's quota arithmetic and the
+// languages `run` takes.
 #define BOOST_TEST_MODULE api_units
 #include <boost/test/unit_test.hpp>
 
 #include "api/address.hpp"
+#include "api/code_language.hpp"
 #include "api/rpc_error.hpp"
 #include "api/tenant_ledger.hpp"
 #include "api/token_authenticator.hpp"
@@ -154,6 +156,35 @@ BOOST_AUTO_TEST_CASE(ledger_reservations_hold_until_folded_or_released) {
   BOOST_REQUIRE(!memory.ok());
   BOOST_TEST(memory.err().message.find("memory quota") != std::string::npos);
   BOOST_TEST(l.reserve("t", "r4", lim, api::tenant_quota{}).ok()); // zero: unlimited
+}
+
+BOOST_AUTO_TEST_CASE(run_feeds_the_code_to_each_language_s_interpreter_on_stdin) {
+  const std::vector<std::pair<std::string, std::string>> cases{
+    {"python", "exec python3 -"}, {"Python3", "exec python3 -"}, {"py", "exec python3 -"},
+    {"node", "exec node -"},      {"JavaScript", "exec node -"}, {"js", "exec node -"},
+    {"bash", "exec bash -s"},     {"sh", "exec /bin/sh -s"}};
+  for (const auto& [name, tail] : cases) {
+    BOOST_TEST_CONTEXT(name) {
+      auto l = api::code_language_of(name);
+      BOOST_TEST_REQUIRE(l.ok());
+      BOOST_TEST_REQUIRE(l->argv.size() == 3u);
+      BOOST_TEST(l->argv[0] == "/bin/sh");
+      BOOST_TEST(l->argv[1] == "-c");
+      const auto& script = l->argv[2];
+      BOOST_TEST(script.substr(script.size() - tail.size()) == tail);
+      // The lookup comes first and names the program.
+      BOOST_TEST(script.rfind("command -v " + l->program + " ", 0) == 0u);
+    }
+  }
+  BOOST_TEST(api::code_language_of("python")->name == "python");
+  BOOST_TEST(api::code_language_of("js")->name == "node");
+  for (const char* bad : {"", "cobol", "python4", "sh; rm -rf /"}) {
+    auto l = api::code_language_of(bad);
+    BOOST_TEST_REQUIRE(!l.ok());
+    BOOST_TEST((l.code() == errc::invalid_argument));
+    BOOST_TEST(l.err().message == "unknown language '" + std::string(bad) +
+                                    "'; the languages are python, node, bash, sh");
+  }
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -3,9 +3,11 @@
 // stands for with a fresh sandboxd on <dir>/var; its second the test command; its third, the
 // session, runs as written in bash (-e -o pipefail: every command must succeed) from <dir>,
 // where ./var is that daemon's data directory and ./build the build tree, so sandboxctl's
-// defaults find the daemon. If the README drifts from sandboxctl, this fails.
+// defaults find the daemon. If the README drifts from sandboxctl, this fails. The session
+// uses the stock python template (after test_templates_e2e, which builds it on a machine's
+// first run).
 #define BOOST_TEST_MODULE first_session
-#include "tests/e2e/e2e_support.hpp"
+#include "tests/e2e/stock_support.hpp"
 
 using namespace sandboxd::test;
 
@@ -42,6 +44,9 @@ boost::test_tools::assertion_result a_runtime_can_run(utf::test_unit_id) {
       r.message() << "no runtime can run sandboxes here: runsc: " << *why_runsc
                   << "; crun: " << *why_crun;
     }
+  } else if (auto why = why_no_stock_build(); !why.empty()) {
+    r = false;
+    r.message() << "the session's python template cannot be had: " << why;
   }
   return r;
 }
@@ -78,7 +83,7 @@ BOOST_AUTO_TEST_CASE(the_first_session_runs_as_written, *utf::precondition(a_run
   auto r = run_process("/bin/bash", {"-e", "-o", "pipefail", dir + "/session.sh"}, o);
   BOOST_TEST(r.exit_code == 0, r);
   for (const char* shown :
-       {"state:             running", "hello from Linux", "the command exited with 3",
+       {"state:             running", "\n10\n", "hello from Linux", "the command exited with 3",
         "first notes", "notes.txt", "written while paused", "refused: exit 202", "still running",
         "  created  dev  ", "  paused  system  mode=memory", "bill of tenant dev", "\ntotal ",
         "the audit chain holds", " deleted\n"})

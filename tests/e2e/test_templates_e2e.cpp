@@ -12,55 +12,13 @@
 // the archive does not answer, every case is skipped, saying so.
 #define BOOST_TEST_MODULE templates_e2e
 #include "cli/exit_codes.hpp"
-#include "node/node.hpp"
-#include "runtime/child_process.hpp"
-#include "templates/stock_templates.hpp"
-#include "tests/e2e/e2e_support.hpp"
+#include "tests/e2e/stock_support.hpp"
 
 #include <unistd.h>
 
 using namespace sandboxd::test;
 
 namespace {
-
-// Whether the stock tarballs of debian and python are cached where sandboxd looks.
-bool stock_tarballs_cached() {
-  sandboxd::templates::stock_options o;
-  o.cache_dir = sandboxd::node::template_cache_dir("");
-  for (const char* name : {"debian", "python"}) {
-    const auto* d = sandboxd::templates::find_stock(name);
-    const auto file = o.cache_dir + "/" + d->name + "-" + o.suite + "-" +
-                      sandboxd::templates::stock_key(*d, o).substr(0, 16) + ".tar.zst";
-    if (::access(file.c_str(), R_OK) != 0)
-      return false;
-  }
-  return true;
-}
-
-// Why the stock Debian templates cannot be built here, or "" when they can (cached, or
-// mmdebstrap and an archive that answers: apt's own helper fetches the suite's Release file
-// from the first source, through apt's proxies).
-std::string why_no_stock_build() {
-  if (stock_tarballs_cached())
-    return "";
-  if (sandboxd::runtime::find_program("mmdebstrap").empty())
-    return "the stock tarballs are not cached and mmdebstrap is missing (scripts/setup)";
-  auto uri = run_process("/bin/sh", {"-c", "apt-get indextargets --format '$(URI)' "
-                                           "'Created-By: Packages' | head -n 1"});
-  std::string first = uri.out.substr(0, uri.out.find('\n'));
-  const auto dists = first.find("/dists/");
-  if (uri.exit_code != 0 || dists == std::string::npos)
-    return "the stock tarballs are not cached and apt knows no Debian archive (apt-get update)";
-  const std::string release = first.substr(0, dists) + "/dists/bookworm/Release";
-  auto r =
-    run_process("/usr/bin/timeout", {"20", "/usr/lib/apt/apt-helper", "download-file", release,
-                                     "/tmp/sandboxd-release-probe-" + std::to_string(::getpid())});
-  ::unlink(("/tmp/sandboxd-release-probe-" + std::to_string(::getpid())).c_str());
-  if (r.exit_code != 0)
-    return "the stock tarballs are not cached and the Debian archive does not answer (" + release +
-           ": " + r.err.substr(0, 300) + ")";
-  return "";
-}
 
 boost::test_tools::assertion_result stock_can_be_had(utf::test_unit_id id) {
   auto crun = crun_can_run(id);
@@ -180,6 +138,8 @@ printf 'def test_sum():\n    assert sum([2, 3, 5]) == 10\n' > test_sum.py
   BOOST_TEST(l[1] == "wheel 42");
   BOOST_TEST(l[2] == "first");
   BOOST_TEST(l[3].rfind("1 passed", 0) == 0u, out);
+  // The same sum through `run`: the code to python3's stdin.
+  BOOST_TEST(ctl_ok(d, {"run", id, "--lang", "python", "print(sum([2, 3, 5]))"}) == "10\n");
   ctl_ok(d, {"delete", id});
 }
 
@@ -208,9 +168,39 @@ BOOST_AUTO_TEST_CASE(node_runs_node_on_both_runtimes) {
       const auto id = create(d, {"--template", "node", "--runtime", rt});
       BOOST_TEST(sh(d, id, "node -e 'console.log([2, 3, 5].reduce((a, b) => a + b))'") == "10\n");
       BOOST_TEST(sh(d, id, "command -v npm; command -v git") == "/usr/bin/npm\n/usr/bin/git\n");
+      ctl_options script;
+      script.stdin_bytes = "const n = [2, 3, 5];\nconsole.log(n.reduce((a, b) => a + b));\n";
+      BOOST_TEST(ctl_ok(d, {"run", id, "--lang", "js"}, script) == "10\n");
       ctl_ok(d, {"delete", id});
     }
   }
+}
+
+// `run` on a template without the interpreter says which template has it; --json gives
+// stdout, stderr and both in the order they came; an unknown language is a usage error.
+BOOST_AUTO_TEST_CASE(run_names_the_missing_interpreter_and_reports_output_as_json) {
+  auto& d = shared();
+  const auto id = create(d, {"--template", "base", "--runtime", "crun"});
+  auto missing = ctl(d, {"run", id, "--lang", "python", "print(1)"});
+  BOOST_TEST(missing.exit_code == 127, missing);
+  BOOST_TEST(missing.err.find("python3 is not in this sandbox") != std::string::npos, missing);
+  BOOST_TEST(missing.err.find("the python template has it") != std::string::npos, missing);
+  auto j = ctl(d, {"--json", "run", id, "--lang", "sh",
+                   "echo one; sleep 0.2; echo two >&2; sleep 0.2; echo three; "
+                   "exit 3"});
+  BOOST_TEST(j.exit_code == 3, j);
+  const auto doc = json::parse(j.out);
+  BOOST_TEST(doc["language"] == "sh");
+  BOOST_TEST(doc["exit_code"] == 3);
+  BOOST_TEST(doc["stdout"] == "one\nthree\n");
+  BOOST_TEST(doc["stderr"] == "two\n");
+  BOOST_TEST(doc["output"] == "one\ntwo\nthree\n");
+  auto bad = ctl(d, {"run", id, "--lang", "cobol", "x"});
+  BOOST_TEST(bad.exit_code == sandboxd::cli::k_exit_usage, bad);
+  BOOST_TEST(bad.err.find("unknown language 'cobol'; the languages are python, node, bash, sh") !=
+               std::string::npos,
+             bad);
+  ctl_ok(d, {"delete", id});
 }
 
 BOOST_AUTO_TEST_CASE(a_sandbox_created_event_names_the_exact_template_content) {

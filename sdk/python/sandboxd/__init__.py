@@ -9,7 +9,7 @@
 the daemon (SANDBOXD_ADDR, SANDBOXD_TOKEN; default ./var/sandboxd.sock and ./var/dev-token).
 Errors are exceptions of one hierarchy under SandboxError (sandboxd.errors)."""
 
-from . import admin, events
+from . import admin, events, languages
 from .client import AsyncClient, Client
 from .commands import AsyncCommandHandle, AsyncCommands, CommandHandle, Commands
 from .errors import (CommandExitError, ConflictError, InternalError, InvalidArgumentError,
@@ -17,6 +17,7 @@ from .errors import (CommandExitError, ConflictError, InternalError, InvalidArgu
                      ResourceExhaustedError, SandboxError, TimeoutError, TooLargeError,
                      UnavailableError)
 from .files import AsyncFiles, EntryList, Files
+from .languages import LANGUAGES, RunResult
 from .paginator import AsyncPaginator, Paginator
 from .sandbox import AsyncSandbox, Sandbox
 from .types import (AuditCheck, AuditProblem, AuditRow, BillLine, BillReport, CommandResult,
@@ -27,11 +28,11 @@ __version__ = "0.1.0"
 __all__ = [
     "Sandbox", "AsyncSandbox", "Client", "AsyncClient", "Commands", "AsyncCommands",
     "CommandHandle", "AsyncCommandHandle", "Files", "AsyncFiles", "EntryList", "Paginator",
-    "AsyncPaginator", "admin", "events",
+    "AsyncPaginator", "admin", "events", "languages",
     "SandboxError", "NotFoundError", "ConflictError", "InvalidArgumentError",
     "PermissionDeniedError", "ResourceExhaustedError", "UnavailableError", "TimeoutError",
     "NotADirectoryError", "IsADirectoryError", "TooLargeError", "InternalError",
     "CommandExitError",
-    "CommandResult", "EntryInfo", "Event", "Identity", "Limits", "ProcessInfo", "SandboxInfo",
+    "LANGUAGES", "RunResult", "CommandResult", "EntryInfo", "Event", "Identity", "Limits", "ProcessInfo", "SandboxInfo",
     "SandboxSummary", "BillLine", "BillReport", "AuditRow", "AuditProblem", "AuditCheck",
 ]

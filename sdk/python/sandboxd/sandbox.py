@@ -9,16 +9,19 @@ sandbox cannot be reached: its id answers NotFoundError, exactly as a missing on
 
 from __future__ import annotations
 
-from typing import Any, AsyncIterator, Iterable, Iterator, List, Mapping, Optional, Union
+import inspect
+from typing import (Any, AsyncIterator, Callable, Iterable, Iterator, List, Mapping, Optional,
+                    Union)
 
 from . import _event_stream
 from ._kj import LoopBound
 from .client import AsyncClient, Client, async_of, resolve_client
 from ._portal import portal
-from .commands import AsyncCommands, Commands
+from .commands import AsyncCommands, Commands, OutputCallback
 from .files import AsyncFiles, Files
 from .paginator import AsyncPaginator, Paginator
 from .errors import check_choice
+from .languages import RunResult, argv_for, language_of
 from .types import Event, SandboxInfo, SandboxSummary
 
 _KEEP = object()  # a timeout setting left as it is
@@ -200,6 +203,28 @@ class AsyncSandbox(LoopBound):
     async def is_running(self) -> bool:
         """Whether the sandbox is running."""
         return (await self.get_info()).state == "running"
+
+    async def run(self, language: str, code: str, *, timeout: Optional[float] = None,
+                  envs: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+                  on_stdout: Optional[OutputCallback] = None,
+                  on_stderr: Optional[OutputCallback] = None) -> RunResult:
+        """Runs `code` with `language`'s interpreter (see :meth:`Sandbox.run`)."""
+        argv = argv_for(language)
+        both: List[str] = []
+
+        def tee(callback: Optional[OutputCallback]) -> OutputCallback:
+            async def deliver(text: str) -> None:
+                both.append(text)
+                if callback is not None:
+                    r = callback(text)
+                    if inspect.isawaitable(r):
+                        await r
+            return deliver
+
+        r = await self.commands.run(argv, stdin=code, timeout=timeout, envs=envs, cwd=cwd,
+                                    on_stdout=tee(on_stdout), on_stderr=tee(on_stderr))
+        return RunResult(language=language_of(language), exit_code=r.exit_code,
+                         stdout=r.stdout, stderr=r.stderr, output="".join(both), command=r)
 
     async def pause(self, mode: str = "filesystem") -> SandboxInfo:
         """Pauses the sandbox (``"filesystem"`` or ``"memory"``); answers once paused."""
@@ -404,6 +429,23 @@ class Sandbox:
     def is_running(self) -> bool:
         """Whether the sandbox is running."""
         return portal().run(self._async.is_running())
+
+    def run(self, language: str, code: str, *, timeout: Optional[float] = None,
+            envs: Optional[Mapping[str, str]] = None, cwd: Optional[str] = None,
+            on_stdout: Optional[Callable[[str], None]] = None,
+            on_stderr: Optional[Callable[[str], None]] = None) -> RunResult:
+        """Runs `code` with the interpreter of `language` and returns its outcome.
+
+        The languages are ``python`` (``python3 -``), ``node`` (``node -``), ``bash`` and
+        ``sh``; the code is the interpreter's stdin. ``sbx.run("python",
+        "print(sum([2, 3, 5]))").stdout`` is ``"10\\n"`` in a sandbox of the ``python``
+        template. The result has ``stdout``, ``stderr``, ``output`` (both, in the order they
+        came), ``exit_code`` and ``command`` (the whole CommandResult); a template without
+        the interpreter answers exit code 127 and a line on stderr naming the template that
+        has it. InvalidArgumentError for an unknown language. ``timeout`` (seconds) ends
+        the interpreter and everything it started."""
+        return portal().run(self._async.run(language, code, timeout=timeout, envs=envs,
+                                            cwd=cwd, on_stdout=on_stdout, on_stderr=on_stderr))
 
     def pause(self, mode: str = "filesystem") -> SandboxInfo:
         """Pauses the sandbox and returns once it is paused.
