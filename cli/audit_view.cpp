@@ -1,6 +1,7 @@
 #include "cli/audit_view.hpp"
 
 #include "cli/table.hpp"
+#include "cli/terminal_text.hpp"
 #include "cli/time_arg.hpp"
 
 namespace sandboxd::cli {
@@ -48,10 +49,11 @@ json audit_check_json(const api::audit_check& c) {
 }
 
 std::string problem_text(const api::audit_problem& p) {
-  return "tenant " + p.tenant + ", partition " + std::to_string(p.partition) + ", position " +
-         std::to_string(p.position) +
-         (p.event_id.empty() ? std::string(" (no row)") : " (event " + p.event_id + ")") + ": " +
-         p.kind + ": " + p.message;
+  return terminal_text(
+    "tenant " + p.tenant + ", partition " + std::to_string(p.partition) + ", position " +
+    std::to_string(p.position) +
+    (p.event_id.empty() ? std::string(" (no row)") : " (event " + p.event_id + ")") + ": " +
+    p.kind + ": " + p.message);
 }
 
 std::string audit_check_text(const api::audit_check& c) {

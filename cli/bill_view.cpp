@@ -1,6 +1,7 @@
 #include "cli/bill_view.hpp"
 
 #include "cli/table.hpp"
+#include "cli/terminal_text.hpp"
 
 #include <cstdio>
 
@@ -96,8 +97,9 @@ json bill_json(const bill_period& p, const api::bill_report& r) {
 }
 
 std::string bill_text(const bill_period& p, const api::bill_report& r) {
-  std::string out = "bill of tenant " + p.tenant + " from " + format_time_seconds(p.from) + " to " +
-                    format_time_seconds(p.to) + ", by " + grouping_name(p.by) + "\n\n";
+  std::string out = "bill of tenant " + terminal_text(p.tenant) + " from " +
+                    format_time_seconds(p.from) + " to " + format_time_seconds(p.to) + ", by " +
+                    grouping_name(p.by) + "\n\n";
   const bool by_sandbox = p.by == api::bill_grouping::sandbox;
   std::vector<row> rows;
   for (const auto& l : r.lines) {

@@ -6,6 +6,7 @@
 #include "cli/commands.hpp"
 #include "cli/exec_view.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/terminal_text.hpp"
 #include "cli/value_args.hpp"
 
 #include <cerrno>
@@ -109,7 +110,7 @@ void add_exec(command_table& t) {
                 if (cx.as_json())
                   cx.print(exec_info_json(*e));
                 else
-                  cx.out(e->exec_id + "\n");
+                  cx.out(terminal_text(e->exec_id) + "\n");
                 return k_exit_ok;
               }
               return foreground(cx, client, a->id, o, false);
@@ -231,7 +232,8 @@ void add_kill(command_table& t) {
                       if (cx.as_json())
                         cx.print(json{{"exec_id", a->ref.exec_id}, {"signal", *sig}});
                       else
-                        cx.out("sent " + signal_name(*sig) + " to exec " + a->ref.exec_id + "\n");
+                        cx.out("sent " + signal_name(*sig) + " to exec " +
+                               terminal_text(a->ref.exec_id) + "\n");
                       return k_exit_ok;
                     });
                   });

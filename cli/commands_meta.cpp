@@ -6,6 +6,7 @@
 #include "cli/completion.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/reference_markdown.hpp"
+#include "cli/terminal_text.hpp"
 
 #ifndef SANDBOXD_VERSION
 #define SANDBOXD_VERSION "unknown"
@@ -49,9 +50,10 @@ void add_version(command_table& t) {
                             {"principal", client.who().principal},
                             {"scopes", client.who().scopes}});
             else
-              cx.out("sandboxctl " + std::string(SANDBOXD_VERSION) + "\nsandboxd " + *daemon +
-                     "\nconnected as " + client.who().principal + " (tenant " +
-                     client.who().tenant + ")\n");
+              cx.out("sandboxctl " + std::string(SANDBOXD_VERSION) + "\nsandboxd " +
+                     terminal_text(*daemon) + "\nconnected as " +
+                     terminal_text(client.who().principal) + " (tenant " +
+                     terminal_text(client.who().tenant) + ")\n");
             return k_exit_ok;
           });
         });

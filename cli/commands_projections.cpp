@@ -11,6 +11,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/table.hpp"
+#include "cli/terminal_text.hpp"
 
 #include <cstdio>
 
@@ -35,14 +36,15 @@ json check_json(const api::projection_check& c) {
 }
 
 std::string check_text(const api::projection_check& c) {
-  std::string out = c.name + ": " + std::to_string(c.rows_compared) + " rows compared, " +
-                    std::to_string(c.differences.size()) + " differing\n";
+  std::string out = terminal_text(c.name) + ": " + std::to_string(c.rows_compared) +
+                    " rows compared, " + std::to_string(c.differences.size()) + " differing\n";
   for (const auto& d : c.differences) {
-    out += d.table + "  only in " + d.side + "  " + d.row + "\n";
+    out += terminal_text(d.table) + "  only in " + terminal_text(d.side) + "  " +
+           terminal_text(d.row) + "\n";
     std::string ids;
     for (const auto& e : d.events)
       ids += (ids.empty() ? "" : " ") + e;
-    out += "  events: " + (ids.empty() ? std::string("(none)") : ids) + "\n";
+    out += "  events: " + (ids.empty() ? std::string("(none)") : terminal_text(ids)) + "\n";
   }
   return out;
 }
@@ -114,8 +116,8 @@ void add_projection_commands(command_table& t) {
               if (cx.as_json())
                 cx.print(rebuild_json(*r));
               else
-                cx.out(r->name + ": rebuilt from the log, " + std::to_string(r->rows_replaced) +
-                       " rows now live\n");
+                cx.out(terminal_text(r->name) + ": rebuilt from the log, " +
+                       std::to_string(r->rows_replaced) + " rows now live\n");
               return k_exit_ok;
             });
           });

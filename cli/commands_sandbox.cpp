@@ -4,6 +4,7 @@
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/sandbox_view.hpp"
+#include "cli/terminal_text.hpp"
 #include "cli/value_args.hpp"
 
 namespace sandboxd::cli {
@@ -18,7 +19,7 @@ int show(context& cx, const api::sandbox_info& s, const std::string& line) {
   if (cx.as_json())
     cx.print(sandbox_json(s));
   else
-    cx.out(line + "\n");
+    cx.out(terminal_text(line) + "\n");
   if (s.state == "failed")
     return cx.fail(make_error(errc::internal, "sandbox " + s.id + " failed: " + s.failure +
                                                 "; delete it (sandboxctl delete " + s.id + ")"));
@@ -198,7 +199,7 @@ void add_list(command_table& t) {
               }
               if (a->quiet) {
                 for (const auto& s : page->rows)
-                  cx.out(s.id + "\n");
+                  cx.out(terminal_text(s.id) + "\n");
               } else {
                 cx.out(sandbox_table(page->rows));
               }
@@ -303,7 +304,7 @@ void add_delete(command_table& t) {
                       if (cx.as_json())
                         cx.print(json{{"id", *id}, {"state", "deleted"}});
                       else
-                        cx.out(*id + " deleted\n");
+                        cx.out(terminal_text(*id) + " deleted\n");
                       return k_exit_ok;
                     });
                   });
@@ -327,7 +328,7 @@ void add_redact(command_table& t) {
         if (cx.as_json())
           cx.print(json{{"id", a->id}, {"redacted", true}});
         else
-          cx.out(a->id + " redacted\n");
+          cx.out(terminal_text(a->id) + " redacted\n");
         return k_exit_ok;
       });
     });

@@ -9,6 +9,7 @@
 #include "cli/exit_codes.hpp"
 #include "cli/progress.hpp"
 #include "cli/table.hpp"
+#include "cli/terminal_text.hpp"
 #include "cli/time_arg.hpp"
 
 #include <fcntl.h>
@@ -70,9 +71,7 @@ std::string list_text(const std::vector<api::template_info>& all) {
 }
 
 std::string show_text(const api::template_info& t) {
-  std::string layers, env, users;
-  for (const auto& l : t.layers)
-    layers += (layers.empty() ? "" : "\n              ") + l.sha256 + " " + human_bytes(l.bytes);
+  std::string env, users;
   for (const auto& e : t.env)
     env += (env.empty() ? "" : " ") + e.name + "=" + (e.secret ? "(secret)" : e.value);
   std::string cmd;
@@ -87,8 +86,9 @@ std::string show_text(const api::template_info& t) {
   };
   if (!t.digest.empty())
     f.push_back({"digest", t.digest});
-  if (!layers.empty())
-    f.push_back({"layers", layers});
+  for (std::size_t i = 0; i < t.layers.size(); ++i) // one line each, under "layers"
+    f.push_back(
+      {i == 0 ? "layers" : "", t.layers[i].sha256 + " " + human_bytes(t.layers[i].bytes)});
   if (t.total_bytes)
     f.push_back({"size", human_bytes(t.total_bytes)});
   if (!env.empty())
@@ -243,8 +243,9 @@ void add_template_commands(command_table& t) {
                   char pct[16] = "";
                   if (fraction >= 0)
                     std::snprintf(pct, sizeof pct, " %3.0f%%", 100 * fraction);
-                  cx.err(std::string(tty && !b->verbose ? "\r\033[K" : "") + b->name + ":" + pct +
-                         " " + phase + (tty && !b->verbose ? "" : "\n"));
+                  cx.err(std::string(tty && !b->verbose ? "\r\033[K" : "") +
+                         terminal_text(b->name + ":" + pct + " " + phase) +
+                         (tty && !b->verbose ? "" : "\n"));
                 });
               if (tty && !b->verbose)
                 cx.err("\n");
@@ -325,7 +326,7 @@ void add_template_commands(command_table& t) {
                        if (cx.as_json())
                          cx.print(json{{"name", r->name}, {"id", r->id}, {"status", "deleted"}});
                        else
-                         cx.out("template " + r->name + " deleted\n");
+                         cx.out("template " + terminal_text(r->name) + " deleted\n");
                        return k_exit_ok;
                      });
                    });

@@ -1,6 +1,7 @@
 #include "cli/context.hpp"
 
 #include "cli/exit_codes.hpp"
+#include "cli/terminal_text.hpp"
 
 #include <cerrno>
 #include <unistd.h>
@@ -62,7 +63,7 @@ void context::print(const json& doc) const {
 }
 
 void context::note(const std::string& text) const {
-  err("sandboxctl: " + text + "\n");
+  err("sandboxctl: " + terminal_text(text) + "\n");
 }
 
 int context::fail(const error& e) const {
@@ -70,14 +71,14 @@ int context::fail(const error& e) const {
   if (as_json())
     print(
       json{{"error", {{"code", to_string(e.code)}, {"message", e.message}, {"exit_code", code}}}});
-  err("sandboxctl: " + to_string(e.code) + ": " + e.message + "\n");
+  err("sandboxctl: " + to_string(e.code) + ": " + terminal_text(e.message) + "\n");
   return code;
 }
 
 int context::usage(const std::string& message) const {
   if (as_json())
     print(json{{"error", {{"code", "usage"}, {"message", message}, {"exit_code", k_exit_usage}}}});
-  err("sandboxctl: usage: " + message + "\n");
+  err("sandboxctl: usage: " + terminal_text(message) + "\n");
   return k_exit_usage;
 }
 

@@ -4,6 +4,8 @@
 // Errors: fail() prints one line on stderr, "sandboxctl: <code>: <message>" (with --json
 // also {"error": {"code", "message", "exit_code"}} on stdout, so stdout stays one JSON
 // document) and returns the exit code of docs/errors.md (200 + the code; 200 for usage).
+// The messages of fail(), usage() and note() name tenants' strings (labels, paths, names):
+// on stderr they are shown as terminal_text (cli/terminal_text.hpp), in JSON as they are.
 // stdout and stderr are written with write(2), unbuffered: exec output and file content
 // leave in the order they came.
 #pragma once

@@ -1,6 +1,7 @@
 #include "cli/event_view.hpp"
 
 #include "cli/duration_arg.hpp"
+#include "cli/terminal_text.hpp"
 #include "cli/time_arg.hpp"
 
 #include <type_traits>
@@ -278,14 +279,16 @@ struct payload_fields {
   }
 };
 
+// A value as terminal text (cli/terminal_text.hpp): a string with blanks, quotes or `=` in
+// double quotes, so the pairs stay apart.
 std::string scalar_text(const json& v) {
   if (v.is_string()) {
-    const auto s = v.get<std::string>();
+    const auto& s = v.get_ref<const std::string&>();
     if (!s.empty() && s.find_first_of(" \t\n\"'=") == std::string::npos)
-      return s;
-    return v.dump(-1, ' ', false, json::error_handler_t::replace);
+      return terminal_text(s);
+    return quoted_terminal_text(s);
   }
-  return v.dump(-1, ' ', false, json::error_handler_t::replace);
+  return terminal_text(v.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 } // namespace
@@ -317,7 +320,7 @@ std::string pairs_text(const json& object) {
     } else if (v.is_object()) {
       std::string items;
       for (const auto& [ik, iv] : v.items())
-        items += (items.empty() ? "" : ",") + ik + "=" + scalar_text(iv);
+        items += (items.empty() ? "" : ",") + terminal_text(ik) + "=" + scalar_text(iv);
       out += k + "={" + items + "}";
     } else {
       out += k + "=" + scalar_text(v);
@@ -346,9 +349,9 @@ json event_json(const api::streamed_event& s) {
 
 std::string event_line(const api::streamed_event& s) {
   const auto& e = s.event;
-  std::string line = format_time_millis(e.occurred_at) + "  " + e.sandbox_id + "  " +
+  std::string line = format_time_millis(e.occurred_at) + "  " + terminal_text(e.sandbox_id) + "  " +
                      std::to_string(e.sequence) + "  " + std::string(events::type_name(e.body)) +
-                     "  " + e.principal;
+                     "  " + terminal_text(e.principal);
   const auto essentials = pairs_text(payload_json(e.body));
   if (!essentials.empty())
     line += "  " + essentials;

@@ -41,7 +41,7 @@ std::string argv_text(const std::vector<std::string>& argv) {
     }
     out += '\'';
     for (char c : a)
-      out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+      out += c == '\'' ? std::string("'\"'\"'") : std::string(1, c);
     out += '\'';
   }
   return out;

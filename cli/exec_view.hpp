@@ -24,7 +24,8 @@ std::string exec_table(const std::vector<api::exec_info>& execs);
 // processes were killed (SIGKILL)"); empty when it exited on its own.
 std::string exec_ending_note(const api::exec_result& r, std::chrono::nanoseconds timeout);
 
-// argv joined for people: words with blanks or quotes single-quoted.
+// argv joined for people: words with blanks or quotes single-quoted, a single quote inside as
+// '"'"' (no backslash, which a table shows doubled); control bytes are left to the table.
 std::string argv_text(const std::vector<std::string>& argv);
 
 } // namespace sandboxd::cli

@@ -1,6 +1,7 @@
 #include "cli/progress.hpp"
 
 #include "cli/table.hpp"
+#include "cli/terminal_text.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -33,7 +34,8 @@ bool progress_bar::stderr_is_terminal() {
 }
 
 progress_bar::progress_bar(std::string label, std::uint64_t total, bool enabled)
-    : label_(std::move(label)), total_(total), enabled_(enabled && total >= k_progress_min_bytes) {}
+    : label_(terminal_text(label)), total_(total),
+      enabled_(enabled && total >= k_progress_min_bytes) {}
 
 progress_bar::~progress_bar() {
   finish();

@@ -19,7 +19,8 @@ std::string render_progress(std::uint64_t done, std::uint64_t total, double seco
 
 class progress_bar {
 public:
-  // Shown when `enabled` (the caller's "stderr is a terminal") and `total` is large.
+  // Shown when `enabled` (the caller's "stderr is a terminal") and `total` is large; the
+  // label (a path) as terminal_text.
   progress_bar(std::string label, std::uint64_t total, bool enabled);
   ~progress_bar();
   progress_bar(const progress_bar&) = delete;

@@ -63,6 +63,15 @@ session on the same machine, from the same directory, needs no set-up. Addresses
   they are UTF-8 and `<name>_base64` otherwise. An error is `{"error": {"code", "message",
   "exit_code"}}`.
 - Notes for people (`more rows: add --page-token …`, why an exec ended) go to stderr.
+- Control bytes in output for people are escaped: every string a tenant chose (labels, file
+  names, argv, template names and descriptions, and the names and paths in error messages and
+  notes) is printed with each C0 control (0x00-0x1f: newline, CR and tab too), DEL (0x7f), C1
+  control (U+0080-U+009F, and raw 0x80-0x9f) and byte that is not UTF-8 as `\xHH`, and a
+  backslash as `\\`; other UTF-8 (`café`, `日本`) is kept. So a name holding ESC or an OSC
+  sequence cannot retitle or clear the terminal, and a newline cannot fake a row (`\x0a`).
+  In `events` lines a value with blanks, quotes or `=` is in double quotes (a quote inside as
+  `\"`). `--json` and `bill --csv` keep the exact bytes, and so do the bytes themselves
+  (`read`, `exec` and `run` output, `template build --verbose`).
 
 ## Exit codes
 

@@ -1,5 +1,7 @@
 #include "cli/table.hpp"
 
+#include "cli/terminal_text.hpp"
+
 #include <algorithm>
 #include <cstdio>
 
@@ -15,9 +17,22 @@ std::size_t width(const std::string& s) {
   return n;
 }
 
+row escaped(const row& r) {
+  row out;
+  out.reserve(r.size());
+  for (const auto& cell : r)
+    out.push_back(terminal_text(cell));
+  return out;
+}
+
 } // namespace
 
-std::string render_table(const row& header, const std::vector<row>& rows) {
+std::string render_table(const row& raw_header, const std::vector<row>& raw_rows) {
+  const row header = escaped(raw_header);
+  std::vector<row> rows;
+  rows.reserve(raw_rows.size());
+  for (const auto& r : raw_rows)
+    rows.push_back(escaped(r));
   std::vector<std::size_t> widths(header.size(), 0);
   auto measure = [&](const row& r) {
     for (std::size_t i = 0; i < r.size() && i < widths.size(); ++i)
@@ -45,13 +60,21 @@ std::string render_table(const row& header, const std::vector<row>& rows) {
   return out;
 }
 
-std::string render_fields(const std::vector<std::pair<std::string, std::string>>& fields) {
+std::string render_fields(const std::vector<std::pair<std::string, std::string>>& raw_fields) {
+  std::vector<std::pair<std::string, std::string>> fields;
+  fields.reserve(raw_fields.size());
+  for (const auto& [k, v] : raw_fields)
+    fields.emplace_back(terminal_text(k), terminal_text(v));
   std::size_t w = 0;
   for (const auto& [k, v] : fields)
     w = std::max(w, width(k) + 1);
   std::string out;
-  for (const auto& [k, v] : fields)
-    out += k + ":" + std::string(w - width(k) - 1 + 2, ' ') + v + "\n";
+  for (const auto& [k, v] : fields) {
+    if (k.empty()) // a continuation line of the field above
+      out += std::string(w + 2, ' ') + v + "\n";
+    else
+      out += k + ":" + std::string(w - width(k) - 1 + 2, ' ') + v + "\n";
+  }
   return out;
 }
 

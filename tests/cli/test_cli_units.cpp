@@ -1,6 +1,7 @@
 // sandboxctl's pure parts: durations, times, KEY=VALUE pairs, signals, modes, CPUs and log
 // positions as typed on the command line; exit codes; the views of sandboxes, files,
-// events, bills and audit checks (text and JSON); where the connection settings come from.
+// events, bills and audit checks (text and JSON); tenants' strings escaped for the terminal;
+// where the connection settings come from.
 #define BOOST_TEST_MODULE cli_units
 #include <boost/test/unit_test.hpp>
 
@@ -15,9 +16,11 @@
 #include "cli/progress.hpp"
 #include "cli/sandbox_view.hpp"
 #include "cli/table.hpp"
+#include "cli/terminal_text.hpp"
 #include "cli/time_arg.hpp"
 #include "cli/value_args.hpp"
 
+#include <algorithm>
 #include <map>
 
 using namespace sandboxd;
@@ -411,7 +414,7 @@ BOOST_AUTO_TEST_CASE(files_exec_results_and_progress) {
   r.signal = 0;
   r.exit_code = 3;
   BOOST_TEST(exec_ending_note(r, 0s).empty());
-  BOOST_TEST(argv_text({"sh", "-c", "echo 'hi'"}) == "sh -c 'echo '\\''hi'\\'''");
+  BOOST_TEST(argv_text({"sh", "-c", "echo 'hi'"}) == "sh -c 'echo '\"'\"'hi'\"'\"''");
 
   BOOST_TEST(render_progress(0, 100 << 20, 0, 10) == "[..........]   0%  0 B / 100.0 MiB");
   BOOST_TEST(render_progress(50 << 20, 100 << 20, 2, 10) ==
@@ -421,6 +424,107 @@ BOOST_AUTO_TEST_CASE(files_exec_results_and_progress) {
   BOOST_TEST(!progress_bar("x", k_progress_min_bytes - 1, true).shown());
   BOOST_TEST(!progress_bar("x", 1u << 30, false).shown());
   BOOST_TEST(progress_bar("x", k_progress_min_bytes, true).shown());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+BOOST_AUTO_TEST_SUITE(terminal_text_escapes)
+
+BOOST_AUTO_TEST_CASE(c0_controls_and_del_are_shown_as_hex_escapes) {
+  BOOST_TEST(terminal_text("\x1b]0;pwned\x07") == "\\x1b]0;pwned\\x07");
+  BOOST_TEST(terminal_text("a\nb") == "a\\x0ab");
+  BOOST_TEST(terminal_text("a\rb") == "a\\x0db");
+  BOOST_TEST(terminal_text("a\tb") == "a\\x09b");
+  BOOST_TEST(terminal_text("\x7f") == "\\x7f");
+  BOOST_TEST(terminal_text(std::string("a\0b", 3)) == "a\\x00b");
+  BOOST_TEST(terminal_text("\x1f\x01") == "\\x1f\\x01");
+  BOOST_TEST(terminal_text("\x1b[2J\x1b[H") == "\\x1b[2J\\x1b[H"); // clears the screen
+}
+
+BOOST_AUTO_TEST_CASE(c1_controls_are_escaped_raw_and_utf8_encoded) {
+  BOOST_TEST(terminal_text("\x9b"
+                           "31m") == "\\x9b31m"); // a raw 8-bit CSI
+  BOOST_TEST(terminal_text("\x80\x9f") == "\\x80\\x9f");
+  BOOST_TEST(terminal_text("\xc2\x9b"
+                           "2J") == "\\xc2\\x9b2J"); // U+009B, CSI encoded as UTF-8
+  BOOST_TEST(terminal_text("\xc2\x80\xc2\x9f") == "\\xc2\\x80\\xc2\\x9f");
+  BOOST_TEST(terminal_text("\xc2\xa0") == "\xc2\xa0"); // U+00A0 is past the C1 block
+}
+
+BOOST_AUTO_TEST_CASE(a_backslash_is_doubled_so_an_escape_cannot_be_faked) {
+  BOOST_TEST(terminal_text("\\x1b") == "\\\\x1b");
+  BOOST_TEST(terminal_text("a\\b") == "a\\\\b");
+  BOOST_TEST(terminal_text("\x1b") != terminal_text("\\x1b"));
+}
+
+BOOST_AUTO_TEST_CASE(printable_ascii_and_utf8_text_pass_unchanged) {
+  for (const std::string s :
+       {"", "sb-0a1b2c3d4e5f", "customer=jane doe", "café", "日本", "\xf0\x9f\x98\x80", "«»"})
+    BOOST_TEST(terminal_text(s) == s);
+  // Continuation bytes 0x80-0x9f inside a well-formed sequence are not C1 controls.
+  BOOST_TEST(terminal_text("\xe6\x97\xa5\xe5\x9c\x8b") == "\xe6\x97\xa5\xe5\x9c\x8b");
+}
+
+BOOST_AUTO_TEST_CASE(bytes_that_are_not_utf8_are_escaped_one_by_one) {
+  BOOST_TEST(terminal_text("caf\xe9") == "caf\\xe9");             // Latin-1
+  BOOST_TEST(terminal_text("\xed\xa0\x80") == "\\xed\\xa0\\x80"); // a surrogate
+  BOOST_TEST(terminal_text("\xc0\xaf") == "\\xc0\\xaf");          // overlong
+  BOOST_TEST(terminal_text("\xe6\x97") == "\\xe6\\x97");          // cut short
+  BOOST_TEST(terminal_text("\xff") == "\\xff");
+}
+
+BOOST_AUTO_TEST_CASE(quoted_text_escapes_the_quote_too) {
+  BOOST_TEST(quoted_terminal_text("a \"b\"\n") == "\"a \\\"b\\\"\\x0a\"");
+  BOOST_TEST(quoted_terminal_text("") == "\"\"");
+}
+
+BOOST_AUTO_TEST_CASE(tables_fields_and_event_lines_escape_tenant_strings) {
+  const std::string hostile = "\x1b]0;pwned\x07\nfake row";
+  const std::string shown = "\\x1b]0;pwned\\x07\\x0afake row";
+  BOOST_TEST(render_table({"NAME"}, {{hostile}}) == "NAME\n" + shown + "\n");
+  // Columns are padded to the escaped cell, so the next column stays aligned.
+  BOOST_TEST(render_table({"A", "B"}, {{"\x1b", "x"}}) == "A     B\n\\x1b  x\n");
+  BOOST_TEST(render_fields({{"labels", "k=" + hostile}}) == "labels:  k=" + shown + "\n");
+  BOOST_TEST(render_fields({{"layers", "a"}, {"", "b"}, {"size", "1"}}) ==
+             "layers:  a\n         b\nsize:    1\n");
+
+  api::sandbox_summary s;
+  s.id = "sb-1";
+  s.labels = {{"k\x1b", hostile}};
+  const auto table = sandbox_table({s});
+  BOOST_TEST(table.find('\x1b') == std::string::npos, table);
+  BOOST_TEST(table.find('\x07') == std::string::npos, table);
+  BOOST_TEST(std::count(table.begin(), table.end(), '\n') == 2, table);
+  BOOST_TEST(table.find("k\\x1b=" + shown) != std::string::npos, table);
+
+  api::dir_listing l;
+  l.entries.emplace_back();
+  l.entries.back().name = "evil\x1b[2J\x07\nname";
+  const auto ls = listing_table(l);
+  BOOST_TEST(std::count(ls.begin(), ls.end(), '\n') == 2, ls);
+  BOOST_TEST(ls.find("evil\\x1b[2J\\x07\\x0aname") != std::string::npos, ls);
+
+  api::streamed_event e;
+  e.event.sandbox_id = "sb-1";
+  e.event.principal = "dev";
+  events::created c;
+  c.labels = {{"k\x1b", hostile}, {"plain", "a\x9b\\b"}};
+  e.event.body = c;
+  auto line = event_line(e);
+  BOOST_TEST(std::count(line.begin(), line.end(), '\n') == 1, line);
+  BOOST_TEST(line.find("labels={k\\x1b=\"" + shown + "\",plain=a\\x9b\\\\b}") != std::string::npos,
+             line);
+  events::file_written w;
+  w.path = "/workspace/\x1b]0;x\x07";
+  e.event.body = w;
+  line = event_line(e);
+  BOOST_TEST(line.find("path=/workspace/\\x1b]0;x\\x07 ") != std::string::npos, line);
+  BOOST_TEST(event_json(e)["payload"]["path"] == w.path); // JSON keeps the bytes
+  events::exec_started x;
+  x.argv = {"printf", "\x1b[31m"};
+  e.event.body = x;
+  line = event_line(e);
+  BOOST_TEST(line.find("argv=[printf \\x1b[31m]") != std::string::npos, line);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
