@@ -140,10 +140,14 @@ command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtim
     return cmd::runtime_resumed{};
   }
   case events::runtime_step::deleting: {
+    // Measured before the layer goes: `deleted` closes the storage meter on this figure, so
+    // a layer written since the last sample is billed (docs/billing.md). A sandbox the runtime
+    // no longer has (a remove a crash interrupted) measures nothing: 0, "not measured".
+    auto u = d.usage(id);
     auto r = d.remove(id);
     if (!r && r.code() != runtime::errc::not_found)
       return failed_with("remove", r.err());
-    return cmd::runtime_deleted{};
+    return cmd::runtime_deleted{u ? u->writable_bytes : 0};
   }
   case events::runtime_step::running:
     break;

@@ -15,7 +15,7 @@
 //   creating  create + start  -> runtime_started  | runtime_failed
 //   pausing   pause + usage   -> runtime_paused   | runtime_failed
 //   resuming  resume          -> runtime_resumed  | runtime_failed
-//   deleting  remove          -> runtime_deleted  | runtime_failed
+//   deleting  usage + remove  -> runtime_deleted  | runtime_failed
 #pragma once
 
 #include "actors/sandbox_machine.hpp"

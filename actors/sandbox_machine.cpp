@@ -295,10 +295,10 @@ struct decider {
   decision operator()(const cmd::runtime_resumed&) const {
     return runtime_result(status::resuming, "record resumed", events::resumed{});
   }
-  decision operator()(const cmd::runtime_deleted&) const {
+  decision operator()(const cmd::runtime_deleted& x) const {
     if (s.status != status::deleting)
       return stale("record deleted");
-    return ending_operations(events::deleted{}, "was deleted", true);
+    return ending_operations(events::deleted{x.writable_layer_bytes}, "was deleted", true);
   }
   decision operator()(const cmd::runtime_failed& x) const {
     auto step = step_in_flight(s);

@@ -159,7 +159,11 @@ struct runtime_paused {
   std::uint64_t writable_layer_bytes = 0;
 };
 struct runtime_resumed {};
-struct runtime_deleted {};
+// The sandbox is gone; its writable layer measured just before it was removed (0 when it
+// could not be: the runtime had no such sandbox any more).
+struct runtime_deleted {
+  std::uint64_t writable_layer_bytes = 0;
+};
 struct runtime_failed {
   std::string reason;
   // Recovery compared the runtime with the log and found the sandbox not as the log says

@@ -235,7 +235,7 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     out = delete_requested{open_enum<delete_reason>(r.getDeleteRequested().getReason())};
     return;
   case W::DELETED:
-    out = deleted{};
+    out = deleted{r.getDeleted().getWritableLayerBytes()};
     return;
   case W::FAILED: {
     auto c = r.getFailed();

@@ -213,7 +213,9 @@ struct payload_writer {
   void operator()(const delete_requested& p) const {
     b.initDeleteRequested().setReason(as<s::DeleteReason>(p.reason));
   }
-  void operator()(const deleted&) const { b.initDeleted(); }
+  void operator()(const deleted& p) const {
+    b.initDeleted().setWritableLayerBytes(p.writable_layer_bytes);
+  }
   void operator()(const failed& p) const {
     auto c = b.initFailed();
     c.setStep(as<s::RuntimeStep>(p.step));

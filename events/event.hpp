@@ -220,7 +220,11 @@ struct delete_requested {
   bool operator==(const delete_requested&) const = default;
 };
 
+// The sandbox and its writable layer are gone. `writable_layer_bytes` is the layer as the
+// runtime measured it just before removing it (what storage billing closes on); 0 when it
+// was not measured: the layer was already gone, or the record is older than the field.
 struct deleted {
+  std::uint64_t writable_layer_bytes = 0;
   bool operator==(const deleted&) const = default;
 };
 

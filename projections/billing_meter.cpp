@@ -3,6 +3,8 @@
 #include "projections/billing.hpp"
 #include "projections/sandbox_row.hpp"
 
+#include <algorithm>
+
 namespace sandboxd::projections {
 
 const char* to_string(meter m) {
@@ -11,15 +13,27 @@ const char* to_string(meter m) {
 
 namespace {
 
-void close(meter_state& s, meter kind, std::uint64_t seq, std::int64_t at_ms,
+// Closes the open interval of `kind` at `at_ms`, billed at `bytes`.
+void close(meter_state& s, meter kind, std::int64_t bytes, std::uint64_t seq, std::int64_t at_ms,
            std::vector<closed_interval>& out) {
   auto& open = kind == meter::compute ? s.compute : s.storage;
   if (!open)
     return;
-  std::int64_t bytes = kind == meter::compute ? s.memory_bytes : s.storage_bytes;
   if (bytes > 0 && at_ms > open->start_ms)
     out.push_back({s.sandbox_id, s.tenant, kind, open->seq, seq, open->start_ms, at_ms, bytes});
   open.reset();
+}
+
+void close_compute(meter_state& s, std::uint64_t seq, std::int64_t at_ms,
+                   std::vector<closed_interval>& out) {
+  close(s, meter::compute, s.memory_bytes, seq, at_ms, out);
+}
+
+// The layer read `reading` bytes at `at_ms`: the open interval is billed at the larger of its
+// opening reading and this one.
+void close_storage(meter_state& s, std::int64_t reading, std::uint64_t seq, std::int64_t at_ms,
+                   std::vector<closed_interval>& out) {
+  close(s, meter::storage, std::max(s.storage_bytes, reading), seq, at_ms, out);
 }
 
 std::optional<std::uint64_t> layer_size(const events::payload& p) {
@@ -45,6 +59,8 @@ void meter_event(std::optional<meter_state>& state, const events::event& e,
     s.sandbox_id = e.sandbox_id;
     s.tenant = e.tenant;
     s.memory_bytes = static_cast<std::int64_t>(c->limits.memory_mib) << 20;
+    s.storage_bytes = 0; // the layer is made empty
+    s.storage = open_interval{e.sequence, at};
     state = std::move(s);
     return;
   }
@@ -57,16 +73,17 @@ void meter_event(std::optional<meter_state>& state, const events::event& e,
       s.compute = open_interval{e.sequence, at};
   } else if (std::holds_alternative<pause_requested>(p) ||
              std::holds_alternative<delete_requested>(p) || std::holds_alternative<failed>(p)) {
-    close(s, meter::compute, e.sequence, at, closed);
-  } else if (std::holds_alternative<deleted>(p)) {
-    close(s, meter::compute, e.sequence, at, closed);
-    close(s, meter::storage, e.sequence, at, closed);
+    close_compute(s, e.sequence, at, closed);
+  } else if (const auto* d = std::get_if<deleted>(&p)) {
+    close_compute(s, e.sequence, at, closed);
+    close_storage(s, static_cast<std::int64_t>(d->writable_layer_bytes), e.sequence, at, closed);
     s.deleted = true;
     return;
   }
   if (auto bytes = layer_size(p)) {
-    close(s, meter::storage, e.sequence, at, closed);
-    s.storage_bytes = static_cast<std::int64_t>(*bytes);
+    const auto reading = static_cast<std::int64_t>(*bytes);
+    close_storage(s, reading, e.sequence, at, closed);
+    s.storage_bytes = reading;
     s.storage = open_interval{e.sequence, at};
   }
 }

@@ -4,12 +4,16 @@
 // interval opens at `started` or `resumed` and closes at `pause_requested`,
 // `delete_requested`, `failed` or `deleted` (idle time while running counts; paused time
 // does not). Storage: the writable layer (the template below it is shared and not
-// counted); every event that reports the layer's size — storage_sampled, paused,
-// snapshot_taken — closes the open interval at its time with the old size and opens one
-// with the new size; `deleted` closes it for good. Intervals of zero bytes or zero length
-// are not recorded. Each closed interval names the sequence numbers of the events that
-// opened and closed it (event ids "<sandbox>:<seq>"), which is what makes a bill line
-// traceable. Times are metering milliseconds (billing.hpp).
+// counted), from `created` (a reading of 0 bytes: the layer is made empty) to `deleted`.
+// Every event that reads the layer's size — storage_sampled, paused, snapshot_taken, and
+// deleted (measured just before the layer is removed) — closes the open interval at its
+// time and, but for deleted, opens the next one on its reading. An interval is billed at the
+// larger of the readings at its two ends, so a layer that grew or shrank between them is
+// never billed below what it held at either end (docs/billing.md, "Meters"); a deleted
+// that measured nothing (0) bills its interval at the opening reading. Intervals of zero
+// bytes or zero length are not recorded. Each closed interval names the sequence numbers of
+// the events that opened and closed it (event ids "<sandbox>:<seq>"), which is what makes a
+// bill line traceable. Times are metering milliseconds (billing.hpp).
 #pragma once
 
 #include "events/event.hpp"
@@ -32,7 +36,7 @@ struct meter_state {
   std::string tenant;
   std::int64_t memory_bytes = 0;
   std::optional<open_interval> compute;
-  std::int64_t storage_bytes = 0;
+  std::int64_t storage_bytes = 0; // the reading the open storage interval opened on
   std::optional<open_interval> storage;
   bool deleted = false;
   bool operator==(const meter_state&) const = default;
@@ -49,7 +53,7 @@ struct closed_interval {
   std::uint64_t end_seq = 0;
   std::int64_t start_ms = 0;
   std::int64_t end_ms = 0;
-  std::int64_t bytes = 0;
+  std::int64_t bytes = 0; // as billed: memory, or the larger of the two layer readings
   bool operator==(const closed_interval&) const = default;
 };
 

@@ -247,7 +247,10 @@ struct DeleteRequested {
   reason @0 :DeleteReason;
 }
 
-struct Deleted {}
+struct Deleted {
+  writableLayerBytes @0 :UInt64;  # the layer as measured just before it was removed; 0 when
+                                  # not measured (already gone, or a record of an older version)
+}
 
 struct Failed {
   step @0 :RuntimeStep;

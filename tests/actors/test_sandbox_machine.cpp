@@ -526,6 +526,23 @@ BOOST_AUTO_TEST_CASE(filesystem_pause_ends_execs_memory_pause_keeps_them) {
              boost::test_tools::per_element());
 }
 
+// The runtime's measure of the layer at its removal is what `deleted` logs (storage billing
+// closes on it, docs/billing.md); replaying the log gives the same state.
+BOOST_AUTO_TEST_CASE(deleted_carries_the_layer_measured_at_the_removal) {
+  auto sim = build("deleting", false);
+  auto r = sim.apply(cmd::runtime_deleted{std::uint64_t{3} << 30});
+  BOOST_REQUIRE(r.ok());
+  BOOST_REQUIRE(!r.emitted().empty());
+  const auto* d = std::get_if<events::deleted>(&r.emitted().back().body);
+  BOOST_REQUIRE(d != nullptr);
+  BOOST_TEST(d->writable_layer_bytes == std::uint64_t{3} << 30);
+  BOOST_TEST((sim.state.status == sandbox_status::deleted));
+  auto replayed = initial_state(k_sandbox);
+  for (const auto& e : sim.log)
+    replayed = evolve(replayed, e);
+  BOOST_TEST((replayed == sim.state));
+}
+
 BOOST_AUTO_TEST_CASE(step_in_flight_names_the_transitional_state) {
   BOOST_TEST((step_in_flight(build("creating", false).state) == events::runtime_step::creating));
   BOOST_TEST((step_in_flight(build("pausing_mem", false).state) == events::runtime_step::pausing));

@@ -90,7 +90,7 @@ public:
     case 11:
       return cmd::runtime_resumed{};
     case 12:
-      return cmd::runtime_deleted{};
+      return cmd::runtime_deleted{pick(1 << 20)};
     case 13:
       return cmd::runtime_failed{"boom", chance(0.3)};
     case 14: {
@@ -235,7 +235,7 @@ private:
     case events::runtime_step::resuming:
       return cmd::runtime_resumed{};
     default:
-      return cmd::runtime_deleted{};
+      return cmd::runtime_deleted{pick(1 << 20)};
     }
   }
 

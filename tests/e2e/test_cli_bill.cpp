@@ -1,5 +1,6 @@
-// The published billing example (docs/billing.md: 4 GiB running 10 h, then a 20 GiB writable
-// layer kept 730 h: $0.60 + $0.40 = $1.00) reproduced end to end: a sandboxd whose clock is a
+// The published billing example (docs/billing.md: 4 GiB running 10 h, its 20 GiB writable
+// layer kept 730 h from creation through a pause to deletion: $0.60 + $0.40 = $1.00)
+// reproduced end to end: a sandboxd whose clock is a
 // file the test writes (--test-clock-file, docs/operations.md) on the hollow runtime, driven by
 // sandboxctl as a user would; `sandboxctl bill` prints the bill, and each of its lines is traced
 // to the events it names with `sandboxctl events`.
@@ -51,10 +52,10 @@ BOOST_AUTO_TEST_CASE(bill_reproduces_the_published_example_and_each_line_traces_
   { std::ofstream(upper + "/layer.img").close(); }
   BOOST_REQUIRE_EQUAL(::truncate((upper + "/layer.img").c_str(), 20 * k_gib), 0);
 
-  // Running for 10 hours, then paused (filesystem: the layer is kept) for 730 hours, deleted.
+  // Running for 10 hours, then paused (filesystem: the layer is kept) for 720 hours, deleted.
   set_clock(clock, k_t0 + 10 * k_hour_ns);
   BOOST_TEST(ctl_ok(d, {"pause", id}) == id + " paused (filesystem)\n");
-  set_clock(clock, k_t0 + 740 * k_hour_ns);
+  set_clock(clock, k_t0 + 730 * k_hour_ns);
   ctl_ok(d, {"delete", id});
 
   // The bill of January (whole hours), once the projector has the deletion.
@@ -83,7 +84,8 @@ BOOST_AUTO_TEST_CASE(bill_reproduces_the_published_example_and_each_line_traces_
 
   // Each event the line names ("<sandbox>:<sequence>") is in `sandboxctl events`, and they
   // explain the line: compute opened by `started` at T0 and closed by `pause_requested` 10 h
-  // later (4 GiB x 10 h); storage measured at 20 GiB, from T0 + 10 h to T0 + 740 h.
+  // later (4 GiB x 10 h); storage from `created` at T0 to `deleted` at T0 + 730 h, every
+  // reading between them 20 GiB.
   std::map<std::uint64_t, json> by_sequence;
   for (const auto& e : ctl(d, {"--json", "events", id}).lines())
     by_sequence[e["sequence"].get<std::uint64_t>()] = e;
@@ -110,20 +112,20 @@ BOOST_AUTO_TEST_CASE(bill_reproduces_the_published_example_and_each_line_traces_
   BOOST_REQUIRE_EQUAL(pause.size(), 1u);
   BOOST_TEST(at(started[0]) == "2026-01-01T00:00:00Z");
   BOOST_TEST(at(pause[0]) == "2026-01-01T10:00:00Z");
-  // Storage intervals open at an event that measured the layer (storage_sampled, paused)
-  // and close at the next one or at `deleted` (docs/billing.md).
+  // Storage intervals open at `created` or at an event that measured the layer
+  // (storage_sampled, paused) and close at the next one or at `deleted` (docs/billing.md).
   std::vector<std::string> storage_times;
   for (const auto& e : traced) {
     if (e["payload"].contains("writable_bytes"))
       BOOST_TEST(e["payload"]["writable_bytes"] == 20 * k_gib, e.dump());
-    else if (e["kind"] != "deleted")
+    else if (e["kind"] != "deleted" && e["kind"] != "created")
       continue;
     storage_times.push_back(at(e));
   }
   BOOST_REQUIRE_MESSAGE(storage_times.size() >= 2u, "the line's events: " << line["events"]);
   std::sort(storage_times.begin(), storage_times.end());
-  BOOST_TEST(storage_times.front() == "2026-01-01T10:00:00Z");
-  BOOST_TEST(storage_times.back() == "2026-01-31T20:00:00Z"); // T0 + 740 h
+  BOOST_TEST(storage_times.front() == "2026-01-01T00:00:00Z");
+  BOOST_TEST(storage_times.back() == "2026-01-31T10:00:00Z"); // T0 + 730 h
   // And the text lines of `events` carry the same: time, sequence, kind, essentials.
   const auto lines = ctl_ok(d, {"events", id});
   BOOST_TEST(lines.find("2026-01-01T10:00:00.000Z  " + id + "  " +

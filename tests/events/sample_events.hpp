@@ -200,6 +200,7 @@ inline std::vector<event> samples_v2() {
   out.push_back(sample_envelope(103, ef));
   out.push_back(sample_envelope(104, fr));
   out.push_back(sample_envelope(105, timeout_changed{timeouts}));
+  out.push_back(sample_envelope(106, deleted{3'221'225'472}));
   return out;
 }
 

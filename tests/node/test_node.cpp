@@ -383,11 +383,11 @@ std::int64_t ms_of(ev::time_point t) {
 
 } // namespace
 
-// docs/billing.md: 4 GiB running 10 hours = $0.60; then paused with a 20 GiB writable layer
-// kept 730 hours = $0.40; the bill is exactly $1.00, each line naming its events. The
-// layer is a sparse file of 20 GiB apparent size planted in the hollow sandbox's layer
-// directory just before the pause: usage() counts file sizes, so the pause reports
-// 20 GiB without 20 GiB of disk.
+// docs/billing.md: 4 GiB running 10 hours = $0.60; its 20 GiB writable layer kept 730 hours,
+// from creation through a pause of 720 hours to deletion = $0.40; the bill is exactly $1.00,
+// each line naming its events. The layer is a sparse file of 20 GiB apparent size planted in
+// the hollow sandbox's layer directory right after the create: usage() counts file sizes, so
+// the pause and the delete report 20 GiB without 20 GiB of disk.
 BOOST_AUTO_TEST_CASE(published_billing_example_through_commands_bills_one_dollar) {
   node_dir dir;
   manual_clock clock;
@@ -402,7 +402,6 @@ BOOST_AUTO_TEST_CASE(published_billing_example_through_commands_bills_one_dollar
   const auto id = r.state.sandbox_id;
   BOOST_TEST(r.state.status == sandbox_status::running);
 
-  clock.advance(10h);
   const std::uint64_t layer = std::uint64_t{20} << 30;
   const std::string file =
     n.runtime_dir(hollow) + "/sandboxes/" + id + "/upper/workspace/layer.img";
@@ -411,11 +410,12 @@ BOOST_AUTO_TEST_CASE(published_billing_example_through_commands_bills_one_dollar
   BOOST_REQUIRE(fd >= 0);
   BOOST_REQUIRE_EQUAL(::ftruncate(fd, static_cast<off_t>(layer)), 0);
   ::close(fd);
+  clock.advance(10h);
   r = n.call(id, user_command(cmd::pause{ev::pause_mode::filesystem}));
   BOOST_REQUIRE(r.ok());
   BOOST_TEST(r.state.writable_layer_bytes == layer);
 
-  clock.advance(730h);
+  clock.advance(720h);
   r = n.call(id, user_command(cmd::remove{}));
   BOOST_REQUIRE(r.ok());
   BOOST_TEST(r.state.status == sandbox_status::deleted);
@@ -433,7 +433,7 @@ BOOST_AUTO_TEST_CASE(published_billing_example_through_commands_bills_one_dollar
   BOOST_TEST(line.storage_micro_usd == 400'000);
   BOOST_TEST(bill.value->total_micro_usd == 1'000'000);
   // Each event id names an event of this sandbox in the log: the compute interval's
-  // started and pause_requested, the storage interval's opening figure and deleted.
+  // started and pause_requested, the storage intervals' created, paused and deleted.
   std::map<std::string, std::string> types;
   for (const auto& e : events_of(n.log(), id))
     types[e.event_id] = std::string(ev::type_name(e.body));
@@ -445,7 +445,11 @@ BOOST_AUTO_TEST_CASE(published_billing_example_through_commands_bills_one_dollar
   BOOST_TEST(named.count("started") == 1u);
   BOOST_TEST(named.count("pause_requested") == 1u);
   BOOST_TEST(named.count("paused") + named.count("storage_sampled") >= 1u);
+  BOOST_TEST(named.count("created") == 1u);
   BOOST_TEST(named.count("deleted") == 1u);
+  for (const auto& e : events_of(n.log(), id))
+    if (const auto* d = std::get_if<ev::deleted>(&e.body))
+      BOOST_TEST(d->writable_layer_bytes == layer, "the delete measured the layer");
   n.stop();
 }
 

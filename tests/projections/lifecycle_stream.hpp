@@ -76,9 +76,10 @@ public:
   sandbox_events& rejected(events::command_kind cmd, events::errc code, std::string message) {
     return add(events::command_rejected{cmd, code, std::move(message)});
   }
-  sandbox_events& remove() {
+  // `layer_bytes`: the layer as measured at the delete (0: not measured).
+  sandbox_events& remove(std::uint64_t layer_bytes = 0) {
     add(events::delete_requested{events::delete_reason::user});
-    return add(events::deleted{}, "system");
+    return add(events::deleted{layer_bytes}, "system");
   }
   sandbox_events& fail(std::string reason) {
     return add(events::failed{events::runtime_step::running, std::move(reason)}, "system");

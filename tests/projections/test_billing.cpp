@@ -32,7 +32,8 @@ BOOST_AUTO_TEST_CASE(published_example_bills_one_dollar) {
   BOOST_TEST(compute_micro == 600'000);
   BOOST_TEST(format_dollars(compute_micro) == "0.600000");
 
-  // 20 GiB of writable layer kept for a 730-hour month.
+  // 20 GiB of writable layer kept 730 hours (a month), from creation: its 10 running hours
+  // and 720 paused.
   auto storage = split_by_hour(start, start + 730 * hour, 20 * gib);
   BOOST_TEST(storage.size() == 731u);
   int64_t storage_micro = price_storage(total(storage));

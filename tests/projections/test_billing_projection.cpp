@@ -1,7 +1,8 @@
 // Bills from projected streams, against figures worked out by hand (not a second run of the
 // same code): a sandbox that goes through every event kind (snapshot_taken, a template event
-// and a payload of a newer version included), the published example, and the per-line rounding. The
-// stream is appended to a real file_log and projected into a real PostgreSQL in small batches.
+// and a payload of a newer version included), a layer held 5 minutes and billed from the size
+// its `deleted` measured, the published example, and the per-line rounding. The stream is
+// appended to a real file_log and projected into a real PostgreSQL in small batches.
 #define BOOST_TEST_MODULE billing_projection
 #include <boost/test/unit_test.hpp>
 
@@ -60,14 +61,14 @@ struct fixture {
 //   seq  2 started                 T          seq 15 connection_denied        T+2h
 //   seq  3 storage_sampled 1 GiB   T          seq 16 connection_closed        T+2h
 //   seq  4 exec_started            T+1h       seq 17 pause_requested (memory) T+3h
-//   seq  5 exec_finished           T+1h       seq 18 paused (memory, 3 GiB)   T+3h
+//   seq  5 exec_finished           T+1h       seq 18 paused (memory, 2 GiB)   T+3h
 //   seq  6 file_written            T+1h       seq 19 command_rejected (exec)  T+4h
 //   seq  7 file_read               T+1h       seq 20 a newer version's kind   T+4h30m
 //   seq  8 file_op_requested       T+1h       seq 21 resume_requested         T+5h
 //   seq  9 file_op_finished        T+1h       seq 22 resumed                  T+5h
 //   seq 10 exec_kill_requested     T+1h       seq 23 failed (running)         T+6h
 //   seq 11 snapshot_taken 3 GiB    T+2h       seq 24 delete_requested         T+7h
-//   seq 12 timeout_changed         T+2h       seq 25 deleted                  T+7h
+//   seq 12 timeout_changed         T+2h       seq 25 deleted (layer 4 GiB)    T+7h
 //   seq 13 network_changed         T+2h       seq 26 redacted                 T+8h
 std::vector<events::event> every_kind() {
   using namespace events;
@@ -109,13 +110,13 @@ std::vector<events::event> every_kind() {
   closed.connection_id = "c1";
   closed.bytes_in = 1 << 20;
   s.add(closed, "system");
-  s.after(1h).pause(pause_mode::memory, 3 * gib);
+  s.after(1h).pause(pause_mode::memory, 2 * gib);
   s.after(1h).rejected(command_kind::exec, errc::conflict,
                        "sandbox sb-all is paused; resume it before exec");
   s.after(30min).add(unknown{40}, "system");
   s.after(30min).resume();
   s.after(1h).fail("runsc exited 137");
-  s.after(1h).remove();
+  s.after(1h).remove(4 * gib);
   s.after(1h).add(redacted{"privacy request 12"});
   // A template the tenant built, on the templates' own stream, between sb-all's snapshot and
   // its pause: it bills nothing and moves none of sb-all's intervals.
@@ -152,14 +153,16 @@ BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixt
   // byte-ms; 8 GiB·h × 15,000 µ$ = 120,000 µ$.
   BOOST_TEST(usage_to_string(l.compute_byte_ms) == "30923764531200000");
   BOOST_TEST(l.compute_micro_usd == 120'000);
-  // Storage: 1 GiB sampled T .. snapshot_taken (3 GiB) T+2h .. paused (3 GiB) T+3h ..
-  // deleted T+7h: 1 × 2 + 3 × 1 + 3 × 4 = 17 GiB·h = 65,712,999,628,800,000 byte-ms;
-  // 17 GiB·h × 20,000 µ$ / 730 h = 465.75… µ$, rounded half up: 466 µ$.
-  BOOST_TEST(usage_to_string(l.storage_byte_ms) == "65712999628800000");
-  BOOST_TEST(l.storage_micro_usd == 466);
-  BOOST_TEST(b.total_micro_usd == 120'466);
+  // Storage, each interval at the larger of its two readings: created (0) T .. sampled 1 GiB
+  // T (no length), sampled 1 GiB T .. snapshot_taken 3 GiB T+2h: 3 × 2; snapshot_taken 3 GiB
+  // .. paused 2 GiB T+3h: 3 × 1; paused 2 GiB .. deleted 4 GiB T+7h: 4 × 4. 6 + 3 + 16 =
+  // 25 GiB·h = 25 × 2^30 × 3,600,000 = 96,636,764,160,000,000 byte-ms;
+  // 25 GiB·h × 20,000 µ$ / 730 h = 684.93… µ$, rounded half up: 685 µ$.
+  BOOST_TEST(usage_to_string(l.storage_byte_ms) == "96636764160000000");
+  BOOST_TEST(l.storage_micro_usd == 685);
+  BOOST_TEST(b.total_micro_usd == 120'685);
   // The events that opened and closed each interval: compute 2→17, 22→23; storage 3→11,
-  // 11→18, 18→25.
+  // 11→18, 18→25 (created→sampled, 1→3, has no length and no row).
   BOOST_TEST(
     (l.event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11", "sb-all:17",
                                              "sb-all:18", "sb-all:22", "sb-all:23", "sb-all:25"}));
@@ -167,38 +170,68 @@ BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixt
   // Two hours of it, [t0+2h, t0+4h) (T = t0+17m):
   // compute: T .. T+3h overlaps t0+2h .. t0+3h17m = 77 min: 2 GiB × 77 min = 154 GiB·min,
   //   × 15,000 µ$ / 60 = 38,500 µ$;
-  // storage: 1 GiB over t0+2h .. t0+2h17m (17 min) + 3 GiB over t0+2h17m .. t0+3h17m (60 min)
-  //   + 3 GiB over t0+3h17m .. t0+4h (43 min) = 17 + 180 + 129 = 326 GiB·min,
-  //   × 20,000 µ$ / (60 × 730) = 148.86 µ$ → 149 µ$.
+  // storage: 3 GiB over t0+2h .. t0+2h17m (17 min) + 3 GiB over t0+2h17m .. t0+3h17m (60 min)
+  //   + 4 GiB over t0+3h17m .. t0+4h (43 min) = 51 + 180 + 172 = 403 GiB·min,
+  //   × 20,000 µ$ / (60 × 730) = 184.02 µ$ → 184 µ$.
   auto part = report("acme", t0_ms + 2 * hour_ms, t0_ms + 4 * hour_ms);
   BOOST_TEST_REQUIRE(part.lines.size() == 1u);
   BOOST_TEST(usage_to_string(part.lines[0].compute_byte_ms) ==
              usage_to_string(usage_t{154} * gib * minute_ms));
   BOOST_TEST(part.lines[0].compute_micro_usd == 38'500);
   BOOST_TEST(usage_to_string(part.lines[0].storage_byte_ms) ==
-             usage_to_string(usage_t{326} * gib * minute_ms));
-  BOOST_TEST(part.lines[0].storage_micro_usd == 149);
-  BOOST_TEST(part.total_micro_usd == 38'649);
+             usage_to_string(usage_t{403} * gib * minute_ms));
+  BOOST_TEST(part.lines[0].storage_micro_usd == 184);
+  BOOST_TEST(part.total_micro_usd == 38'684);
   // The intervals touching those hours: compute 2→17, storage 3→11, 11→18 and 18→25.
   BOOST_TEST(
     (part.lines[0].event_ids == std::vector<std::string>{"sb-all:2", "sb-all:3", "sb-all:11",
                                                          "sb-all:17", "sb-all:18", "sb-all:25"}));
 }
 
-// docs/billing.md: a 4 GiB sandbox running 10 hours, then paused with a 20 GiB writable layer
-// kept 730 hours: $0.60 + $0.40 = $1.00.
+// The case: a 3 GiB layer written after the start and deleted 5 minutes later, no
+// sample between. Storage runs from `created` (0 bytes) to `deleted`, which measured 3 GiB,
+// billed at the larger reading: 3 GiB × 5 min, priced by docs/billing.md's formula
+// (storage µ$ = usage × rate / (2^30 × month_hours × 3,600,000), rounded half up), worked out
+// here rather than by billing.hpp.
+BOOST_FIXTURE_TEST_CASE(a_layer_held_five_minutes_bills_its_bytes_for_five_minutes, fixture) {
+  sandbox_events s("sb-brief", "brief", t0_ns);
+  s.after(17min).created(1024).started();
+  s.after(5min).remove(3 * gib);
+  project(s.events());
+
+  auto b = report("brief", t0_ms, t0_ms + hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 1u);
+  const auto& l = b.lines[0];
+  const __int128 usage = __int128{3} * gib * (5 * minute_ms);
+  BOOST_TEST(usage_to_string(l.storage_byte_ms) == usage_to_string(usage));
+  const __int128 rate = 20'000, month_hours = 730;
+  const __int128 per = __int128{gib} * month_hours * 3'600'000;
+  const auto expected = static_cast<std::int64_t>((usage * rate + per / 2) / per);
+  BOOST_TEST(expected == 7); // 3 × 5 / 60 GiB·h × 20,000 / 730 = 6.85 µ$
+  BOOST_TEST(l.storage_micro_usd == expected);
+  // Compute: 1 GiB × 5 min × 15,000 µ$ / 60 = 1,250 µ$.
+  BOOST_TEST(l.compute_micro_usd == 1'250);
+  BOOST_TEST(b.total_micro_usd == 1'250 + expected);
+  // compute started→delete_requested (2→3), storage created→deleted (1→4).
+  BOOST_TEST((l.event_ids ==
+              std::vector<std::string>{"sb-brief:1", "sb-brief:2", "sb-brief:3", "sb-brief:4"}));
+}
+
+// docs/billing.md: a 4 GiB sandbox running 10 hours, its 20 GiB writable layer kept 730 hours
+// from its creation (the run and a pause of 720 hours) to its deletion: $0.60 + $0.40 = $1.00.
 BOOST_FIXTURE_TEST_CASE(the_published_example_bills_one_dollar, fixture) {
   sandbox_events s("sb-example", "example", t0_ns);
   s.after(17min).created(4096).started();
   s.after(10h).pause(events::pause_mode::filesystem, 20 * gib);
-  s.after(730h).remove();
+  s.after(720h).remove(20 * gib);
   project(s.events());
 
-  auto b = report("example", t0_ms, t0_ms + 741 * hour_ms);
+  auto b = report("example", t0_ms, t0_ms + 731 * hour_ms);
   BOOST_TEST_REQUIRE(b.lines.size() == 1u);
   // 4 GiB × 10 h = 40 GiB·h × 15,000 µ$ = 600,000 µ$.
   BOOST_TEST(b.lines[0].compute_micro_usd == 600'000);
-  // 20 GiB × 730 h = 14,600 GiB·h × 20,000 µ$ / 730 h = 400,000 µ$.
+  // created (0) .. paused (20 GiB): 20 GiB × 10 h, at the larger reading; paused .. deleted
+  // (20 GiB): 20 GiB × 720 h. 20 GiB × 730 h = 14,600 GiB·h × 20,000 µ$ / 730 h = 400,000 µ$.
   BOOST_TEST(b.lines[0].storage_micro_usd == 400'000);
   BOOST_TEST(b.total_micro_usd == 1'000'000);
   BOOST_TEST(format_dollars(b.total_micro_usd) == "1.000000");

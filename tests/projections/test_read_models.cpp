@@ -127,27 +127,33 @@ BOOST_FIXTURE_TEST_CASE(lifecycle_stream_produces_expected_rows, fixture) {
   BOOST_REQUIRE(live.size() == 1u);
   BOOST_TEST(live[0][0].as<std::string>() == "sb-b");
 
-  // Billing: sb-a computes 4 GiB × (2h10m + 30m); stores 1 GiB × 2h10m, then 2 GiB × 1h30m.
+  // Billing: sb-a computes 4 GiB × (2h10m + 30m); stores, each interval at its larger
+  // reading, created (0) .. sampled (1 GiB): 1 GiB × 1m, sampled .. paused (2 GiB): 2 GiB ×
+  // 2h10m, paused .. deleted (not measured, 0): 2 GiB × 1h30m.
   auto meters = query("SELECT sandbox_id, sum(compute_byte_ms), sum(storage_byte_ms), count(*)"
                       " FROM billing_hourly GROUP BY sandbox_id ORDER BY sandbox_id");
   BOOST_REQUIRE(meters.size() == 3u);
   BOOST_TEST(as_i64(meters[0][1]) == 4 * gib * 160 * minute_ms);
-  BOOST_TEST(as_i64(meters[0][2]) == 1 * gib * 130 * minute_ms + 2 * gib * 90 * minute_ms);
+  BOOST_TEST(as_i64(meters[0][2]) ==
+             1 * gib * 1 * minute_ms + 2 * gib * 130 * minute_ms + 2 * gib * 90 * minute_ms);
   BOOST_TEST(as_i64(meters[0][3]) == 5); // hours t0 … t0+4h are touched
   BOOST_TEST(as_i64(meters[1][1]) == 1 * gib * 45 * minute_ms);
   BOOST_TEST(as_i64(meters[2][1]) == 2 * gib * 10 * minute_ms);
   BOOST_TEST(as_i64(meters[2][2]) == 0); // a 0-byte layer costs nothing
   auto intervals = query("SELECT meter, start_seq, end_seq FROM billing_intervals"
                          " WHERE sandbox_id = 'sb-a' ORDER BY meter, start_seq");
-  BOOST_REQUIRE(intervals.size() == 4u);
+  BOOST_REQUIRE(intervals.size() == 5u);
   // compute: started(2) → pause_requested(5), resumed(9) → delete_requested(10)
   BOOST_TEST(as_i64(intervals[0][1]) == 2);
   BOOST_TEST(as_i64(intervals[0][2]) == 5);
   BOOST_TEST(as_i64(intervals[1][1]) == 9);
   BOOST_TEST(as_i64(intervals[1][2]) == 10);
-  // storage: sampled(3) → paused(6) → deleted(11)
-  BOOST_TEST(as_i64(intervals[2][1]) == 3);
-  BOOST_TEST(as_i64(intervals[3][2]) == 11);
+  // storage: created(1) → sampled(3) → paused(6) → deleted(11)
+  BOOST_TEST(as_i64(intervals[2][1]) == 1);
+  BOOST_TEST(as_i64(intervals[2][2]) == 3);
+  BOOST_TEST(as_i64(intervals[3][1]) == 3);
+  BOOST_TEST(as_i64(intervals[4][1]) == 6);
+  BOOST_TEST(as_i64(intervals[4][2]) == 11);
 
   pqxx::work tx(conn);
   tx.exec("SET LOCAL search_path TO " + tx.quote_name(schema));
@@ -157,10 +163,11 @@ BOOST_FIXTURE_TEST_CASE(lifecycle_stream_produces_expected_rows, fixture) {
   const auto& line = r.value->lines[0];
   BOOST_TEST(line.sandbox_id == "sb-a");
   BOOST_TEST(line.compute_micro_usd == 160'000); // 4 GiB × 8/3 h × 15,000 µ$
-  BOOST_TEST(line.storage_micro_usd == 142);     // 310/60 GiB-h × 20,000/730 µ$ = 141.55
-  BOOST_TEST((line.event_ids == std::vector<std::string>{"sb-a:2", "sb-a:3", "sb-a:5", "sb-a:6",
-                                                         "sb-a:9", "sb-a:10", "sb-a:11"}));
-  BOOST_TEST(r.value->total_micro_usd == 160'000 + 142 + r.value->lines[1].compute_micro_usd +
+  BOOST_TEST(line.storage_micro_usd == 201);     // 441/60 GiB-h × 20,000/730 µ$ = 201.37
+  BOOST_TEST(
+    (line.event_ids == std::vector<std::string>{"sb-a:1", "sb-a:2", "sb-a:3", "sb-a:5", "sb-a:6",
+                                                "sb-a:9", "sb-a:10", "sb-a:11"}));
+  BOOST_TEST(r.value->total_micro_usd == 160'000 + 201 + r.value->lines[1].compute_micro_usd +
                                            r.value->lines[1].storage_micro_usd);
   BOOST_TEST(r.value->lines[1].compute_micro_usd == 11'250); // 1 GiB × 0.75 h
   BOOST_TEST(billing_report(tx, "acme", t0_ms + 1, t0_ms + ms_per_hour).failure.has_value());
@@ -666,8 +673,9 @@ BOOST_FIXTURE_TEST_CASE(a_payload_of_a_newer_version_is_skipped_alike_by_every_r
              "deleted");
   auto usage = query("SELECT sum(compute_byte_ms), sum(storage_byte_ms) FROM billing_hourly"
                      " WHERE sandbox_id = 'sb-a'");
-  BOOST_TEST(as_i64(usage[0][0]) == 1 * gib * ms_per_hour);     // 1 GiB × 1 h
-  BOOST_TEST(as_i64(usage[0][1]) == 2 * gib * 2 * ms_per_hour); // 2 GiB paused → deleted
+  BOOST_TEST(as_i64(usage[0][0]) == 1 * gib * ms_per_hour); // 1 GiB × 1 h
+  // created (0) → paused (2 GiB) 1 h and paused → deleted (not measured) 2 h, at 2 GiB each
+  BOOST_TEST(as_i64(usage[0][1]) == 2 * gib * 3 * ms_per_hour);
 
   auto audit = query("SELECT event_id, action, outcome, detail, principal FROM audit_log"
                      " WHERE action = 'unknown' ORDER BY event_id");

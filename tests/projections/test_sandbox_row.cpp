@@ -91,20 +91,68 @@ BOOST_AUTO_TEST_CASE(compute_runs_from_start_or_resume_until_pause_delete_or_fai
   BOOST_TEST(!m->compute.has_value());
 }
 
-BOOST_AUTO_TEST_CASE(storage_runs_between_samples_until_deleted) {
+namespace {
+
+std::vector<closed_interval> storage_of(const std::vector<events::event>& evs,
+                                        std::optional<meter_state>& m) {
+  std::vector<closed_interval> closed, storage;
+  for (const auto& e : evs)
+    meter_event(m, e, closed);
+  for (const auto& c : closed)
+    if (c.kind == meter::storage)
+      storage.push_back(c);
+  return storage;
+}
+
+} // namespace
+
+// created opens the storage meter on 0 bytes; each reading closes an interval billed at the
+// larger of its two readings (growth and shrinkage alike), deleted closes the last one on
+// what it measured, and nothing after it counts.
+BOOST_AUTO_TEST_CASE(storage_runs_from_creation_to_deletion_at_the_larger_reading) {
   sandbox_events s("sb-5", "acme", 0);
-  s.created(1024).started().sampled(10).after(1h).sampled(20).after(1h).remove();
+  s.created(1024).after(1h).started().sampled(10).after(1h).sampled(30).after(1h).sampled(20);
+  s.after(1h).remove(25);
   s.after(1h).sampled(40); // after deletion: nothing
   std::optional<meter_state> m;
-  std::vector<closed_interval> closed;
-  for (const auto& e : s.events())
-    meter_event(m, e, closed);
-  std::vector<std::int64_t> storage_bytes;
-  for (const auto& c : closed)
-    if (c.kind == meter::storage) {
-      storage_bytes.push_back(c.bytes);
-      BOOST_TEST(c.end_ms - c.start_ms == 3'600'000);
-    }
-  BOOST_TEST((storage_bytes == std::vector<std::int64_t>{10, 20}));
+  auto storage = storage_of(s.events(), m);
+  std::vector<std::int64_t> bytes;
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> seqs;
+  for (const auto& c : storage) {
+    bytes.push_back(c.bytes);
+    seqs.emplace_back(c.start_seq, c.end_seq);
+    BOOST_TEST(c.end_ms - c.start_ms == 3'600'000);
+  }
+  // created(1) → sampled 10 (3): 10; → 30 (4): 30; → 20 (5): 30; → deleted 25 (7): 25.
+  BOOST_TEST((bytes == std::vector<std::int64_t>{10, 30, 30, 25}));
+  BOOST_TEST(
+    (seqs == std::vector<std::pair<std::uint64_t, std::uint64_t>>{{1, 3}, {3, 4}, {4, 5}, {5, 7}}));
+  BOOST_TEST(m->deleted);
   BOOST_TEST(!m->storage.has_value());
+}
+
+// A layer written after the last reading and deleted: the interval is billed at what the
+// delete measured, not at the stale reading before it.
+BOOST_AUTO_TEST_CASE(a_layer_written_since_the_last_sample_is_billed_at_its_deletion) {
+  sandbox_events s("sb-6", "acme", 0);
+  s.created(1024).started().after(5min).remove(std::uint64_t{3} << 30);
+  std::optional<meter_state> m;
+  auto storage = storage_of(s.events(), m);
+  BOOST_TEST_REQUIRE(storage.size() == 1u);
+  BOOST_TEST(storage[0].bytes == std::int64_t{3} << 30);
+  BOOST_TEST(storage[0].start_seq == 1u);
+  BOOST_TEST(storage[0].end_seq == 4u);
+  BOOST_TEST(storage[0].end_ms - storage[0].start_ms == 300'000);
+}
+
+// A deleted that measured nothing (0: the layer was already gone, or an older record) bills
+// its interval at the opening reading.
+BOOST_AUTO_TEST_CASE(a_deleted_that_measured_nothing_bills_the_opening_reading) {
+  sandbox_events s("sb-7", "acme", 0);
+  s.created(1024).started().sampled(50).after(1h).remove();
+  std::optional<meter_state> m;
+  auto storage = storage_of(s.events(), m);
+  BOOST_TEST_REQUIRE(storage.size() == 1u); // created → sampled has no length
+  BOOST_TEST(storage[0].bytes == 50);
+  BOOST_TEST(storage[0].end_ms - storage[0].start_ms == 3'600'000);
 }
