@@ -18,6 +18,9 @@
 namespace sandboxd::api {
 namespace {
 
+// The most one Upload.write carries: the daemon refuses a larger chunk (docs/api.md "Limits").
+constexpr std::size_t k_upload_chunk_bytes = 1u << 20;
+
 // A std::string as Cap'n Proto Text, whole: kj::StringPtr's own conversion stops at the first
 // NUL, which would send a shortened label, argument or path instead of the one given (the
 // daemon refuses a NUL where it is not allowed, naming the field).
@@ -755,12 +758,14 @@ result<file_digest> client::write_file(const std::string& sandbox_id, const std:
                     "the content of " + path + " could not be read; nothing was written");
       if (step == source_step::end)
         break;
-      if (chunk.empty())
-        continue;
-      auto w = upload.writeRequest();
-      w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
-      // Resolves when the flow-control window has room: at most a window is in flight.
-      w.send().wait(impl_->ws());
+      // Sent in pieces of at most the daemon's chunk limit (input_limits::chunk_bytes).
+      for (std::size_t at = 0; at < chunk.size(); at += k_upload_chunk_bytes) {
+        const auto n = std::min(k_upload_chunk_bytes, chunk.size() - at);
+        auto w = upload.writeRequest();
+        w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data() + at), n));
+        // Resolves when the flow-control window has room: at most a window is in flight.
+        w.send().wait(impl_->ws());
+      }
     }
     auto resp = upload.commitRequest().send().wait(impl_->ws());
     return file_digest{file_info_of(resp.getInfo()), bytes_of(resp.getSha256())};

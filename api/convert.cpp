@@ -28,6 +28,28 @@ std::optional<events::runtime_kind> runtime_named(std::string_view name) {
 
 } // namespace
 
+result<void> check_ceilings(const events::sandbox_limits& limits,
+                            const events::sandbox_limits& ceilings) {
+  const auto over = [](const char* field, std::uint64_t v, std::uint64_t ceiling,
+                       const char* unit) -> std::optional<error> {
+    if (ceiling == 0 || v <= ceiling)
+      return std::nullopt;
+    return make_error(errc::invalid_argument,
+                      std::string("limits.") + field + " " + std::to_string(v) + unit +
+                        " is over this node's ceiling of " + std::to_string(ceiling) + unit +
+                        "; ask for at most the ceiling (docs/api.md \"Limits\")");
+  };
+  if (auto e = over("memoryMib", limits.memory_mib, ceilings.memory_mib, " MiB"))
+    return *e;
+  if (auto e = over("cpuMillicores", limits.cpu_millicores, ceilings.cpu_millicores, ""))
+    return *e;
+  if (auto e = over("pids", limits.pids, ceilings.pids, ""))
+    return *e;
+  if (auto e = over("diskMib", limits.disk_mib, ceilings.disk_mib, " MiB"))
+    return *e;
+  return {};
+}
+
 result<events::sandbox_timeouts> timeouts_of(rpc::TimeoutSettings::Reader t,
                                              events::sandbox_timeouts current,
                                              events::time_point created_at,
@@ -114,10 +136,14 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
     c.runtime = *k;
   }
   c.limits = limits_of(r.getLimits(), d.limits);
+  if (auto ok = check_ceilings(c.limits, d.ceilings); !ok)
+    return ok.err();
   auto env = env_of(r.getEnv());
   if (!env)
     return env.err();
   c.env = std::move(env).value();
+  if (auto ok = check_env(c.env, d.inputs); !ok)
+    return ok.err();
   auto net = r.getNetwork();
   if (net.getMode() != schema::NetworkPolicy::Mode::NONE)
     return make_error(errc::invalid_argument,
@@ -129,7 +155,13 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
       return make_error(errc::invalid_argument, "a label key is empty; give every label a key");
     c.labels.push_back({whole_text(l.getKey()), whole_text(l.getValue())});
   }
+  if (auto ok = check_labels(c.labels, d.inputs); !ok)
+    return ok.err();
   c.client_request_id = whole_text(r.getClientRequestId());
+  if (auto ok = check_size("the client request id", c.client_request_id.size(),
+                           d.inputs.client_request_id_bytes);
+      !ok)
+    return ok.err();
   // The defaults of a new sandbox: no timeouts (a timeout request sets them).
   auto t = timeouts_of(r.getTimeouts(), {}, events::time_point{}, events::time_point{});
   if (!t)

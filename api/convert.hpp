@@ -4,9 +4,11 @@
 #pragma once
 
 #include "actors/sandbox_machine.hpp"
+#include "api/input_limits.hpp"
 #include "api/result.hpp"
 #include "schemas/api.capnp.h"
 
+#include <chrono>
 #include <string>
 #include <vector>
 
@@ -23,8 +25,23 @@ struct create_defaults {
   std::string template_name = "base";
   events::runtime_kind runtime = events::runtime_kind::runsc;
   std::vector<events::runtime_kind> runtimes{events::runtime_kind::runsc}; // the node has
-  events::sandbox_limits limits{512, 1000, 512, 0};
+  // A limit left out gets this, as the runtime grants it (the OCI drivers give a layer of
+  // 10 GiB when asked for none), so the `created` event and the tenant's quota count what
+  // the sandbox really holds.
+  events::sandbox_limits limits{512, 1000, 512, 10240};
+  // The largest each limit may be asked for on this node; 0: no ceiling. Over one is
+  // invalid_argument naming the field, the value and the ceiling.
+  events::sandbox_limits ceilings;
+  // Ceilings of one exec: its output cap per stream and its timeout (0: none). A timeout
+  // of 0 (run until it ends) is given the ceiling when there is one.
+  std::uint64_t exec_output_ceiling_bytes = 256ull << 20;
+  std::chrono::milliseconds exec_timeout_ceiling{0};
+  input_limits inputs;
 };
+
+// `limits` against `ceilings` (0: none).
+result<void> check_ceilings(const events::sandbox_limits& limits,
+                            const events::sandbox_limits& ceilings);
 
 // Environment variables, checked: a name is non-empty and has no '=' or NUL; a value has
 // no NUL. Secret values are kept here: the control plane logs only their hash.

@@ -215,13 +215,17 @@ std::function<bool(std::string&)> stdin_source_of(std::shared_ptr<stdin_queue> q
   };
 }
 
-result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r) {
+result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r, const create_defaults& d) {
   actors::exec_request x;
+  if (r.getArgv().size() > d.inputs.argv)
+    return check_argv(std::vector<std::string>(r.getArgv().size()), d.inputs).err();
   for (auto a : r.getArgv())
     x.argv.emplace_back(a.cStr(), a.size());
   if (x.argv.empty() || x.argv[0].empty())
     return make_error(errc::invalid_argument,
                       "the command is empty; give the program and its arguments (argv)");
+  if (auto ok = check_argv(x.argv, d.inputs); !ok)
+    return ok.err();
   for (const auto& a : x.argv)
     if (a.find('\0') != std::string::npos)
       return make_error(errc::invalid_argument, "an argument of the command has a NUL byte");
@@ -229,14 +233,36 @@ result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r) {
   if (!env)
     return env.err();
   x.env = std::move(env).value();
+  if (auto ok = check_env(x.env, d.inputs); !ok)
+    return ok.err();
   x.cwd = r.getCwd().size() ? whole_text(r.getCwd()) : "/";
+  if (auto ok = check_size("cwd", x.cwd.size(), d.inputs.cwd_bytes); !ok)
+    return ok.err();
   if (r.getTimeoutNs() < 0)
     return make_error(errc::invalid_argument,
                       "the exec timeout is negative; give 0 for none or a positive duration");
   x.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(
     std::chrono::nanoseconds(r.getTimeoutNs()) + std::chrono::nanoseconds(999'999));
+  if (d.exec_timeout_ceiling.count() > 0) {
+    if (x.timeout > d.exec_timeout_ceiling)
+      return make_error(errc::invalid_argument,
+                        "the exec timeout " + std::to_string(x.timeout.count()) +
+                          " ms is over this node's ceiling of " +
+                          std::to_string(d.exec_timeout_ceiling.count()) +
+                          " ms; give at most the ceiling (docs/api.md \"Limits\")");
+    if (x.timeout.count() == 0)
+      x.timeout = d.exec_timeout_ceiling;
+  }
   x.max_output_bytes = r.getMaxOutputBytes();
+  if (d.exec_output_ceiling_bytes && x.max_output_bytes > d.exec_output_ceiling_bytes)
+    return make_error(errc::invalid_argument,
+                      "maxOutputBytes " + std::to_string(x.max_output_bytes) +
+                        " is over this node's ceiling of " +
+                        std::to_string(d.exec_output_ceiling_bytes) +
+                        " bytes per stream; ask for at most the ceiling (docs/api.md \"Limits\")");
   auto in = r.getStdin();
+  if (auto ok = check_size("stdin", in.size(), d.inputs.stdin_bytes); !ok)
+    return ok.err();
   if (in.size() > 0)
     x.stdin_data = std::string(reinterpret_cast<const char*>(in.begin()), in.size());
   return x;
@@ -328,6 +354,8 @@ public:
   kj::Promise<void> writeStdin(WriteStdinContext context) override {
     auto q = stdin_or_throw();
     auto data = context.getParams().getData();
+    check_result(
+      check_size("a stdin write", data.size(), s_.ctx->options.defaults.inputs.stdin_bytes));
     {
       std::lock_guard l(q->mu);
       if (q->closed)
@@ -407,7 +435,7 @@ serve_exec(const sandbox_ref& s,
     if (params.getRequest().getStreamStdin())
       throw_error(errc::invalid_argument,
                   "streamStdin needs a handle to write to: use start, or give stdin bytes");
-    auto req = take(exec_request_of(params.getRequest()));
+    auto req = take(exec_request_of(params.getRequest(), s.ctx->options.defaults));
     std::optional<output_pipe> out;
     actors::output_sink sink;
     if (params.hasOutput()) {
@@ -441,7 +469,7 @@ serve_start(const sandbox_ref& s,
             capnp::CallContext<rpc::Sandbox::StartParams, rpc::Sandbox::StartResults> context) {
   return sandbox_call(*s.ctx, s.conn, "Sandbox.start", [s, context]() mutable {
     auto params = context.getParams();
-    auto req = take(exec_request_of(params.getRequest()));
+    auto req = take(exec_request_of(params.getRequest(), s.ctx->options.defaults));
     // Until there is a handle, the call owns the stdin: if start fails or the call is
     // dropped, stdin ends.
     std::shared_ptr<stdin_holder> in;

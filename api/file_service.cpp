@@ -46,6 +46,7 @@ kj::ArrayPtr<const kj::byte> bytes(const sha256_digest& d) {
 }
 
 std::string path_of(capnp::Text::Reader t) {
+  check_result(check_size("the path", t.size(), input_limits{}.path_bytes));
   std::string p(t.cStr(), t.size());
   if (p.empty())
     throw_error(errc::invalid_argument, "the path is empty; give an absolute path in the sandbox");
@@ -74,28 +75,90 @@ kj::Promise<void> send_chunks(rpc::ByteSink::Client sink,
     });
 }
 
-// What a writeFile's client sends, kept until commit.
+// What the uploads of one connection and one tenant hold in the daemon: taken when an
+// upload is handed out and as it grows, given back when it is committed, dropped or idle.
+// Loop thread only.
+class upload_budget {
+public:
+  upload_budget(const sandbox_ref& s) : s_(s) {
+    const auto& o = s_.ctx->options;
+    auto& t = totals();
+    if (s_.conn->uploads >= o.max_uploads_per_connection)
+      throw_error(errc::resource_exhausted,
+                  "this connection has " + std::to_string(s_.conn->uploads) +
+                    " uploads open, the most it may have; commit or drop one first");
+    if (t.uploads >= o.max_uploads_per_tenant)
+      throw_error(errc::resource_exhausted,
+                  "tenant " + s_.who.tenant + " has " + std::to_string(t.uploads) +
+                    " uploads open, the most it may have; commit or drop one first");
+    ++s_.conn->uploads;
+    ++t.uploads;
+  }
+  upload_budget(const upload_budget&) = delete;
+  upload_budget& operator=(const upload_budget&) = delete;
+  ~upload_budget() {
+    give_back_bytes();
+    --s_.conn->uploads;
+    auto& t = totals();
+    if (--t.uploads == 0)
+      s_.ctx->uploads_by_tenant.erase(s_.who.tenant);
+  }
+
+  void take_bytes(std::uint64_t n, const std::string& path) {
+    auto& t = totals();
+    const auto limit = s_.ctx->options.max_upload_buffer_bytes_per_tenant;
+    if (t.bytes + n > limit)
+      throw_error(errc::resource_exhausted,
+                  "tenant " + s_.who.tenant + "'s uploads in progress hold " +
+                    std::to_string(t.bytes) + " bytes; " + std::to_string(n) + " more for " + path +
+                    " would pass the " + std::to_string(limit) +
+                    " bytes they may hold; commit the uploads in progress first");
+    t.bytes += n;
+    s_.conn->upload_bytes += n;
+    held_ += n;
+  }
+  void give_back_bytes() {
+    totals().bytes -= held_;
+    s_.conn->upload_bytes -= held_;
+    held_ = 0;
+  }
+
+private:
+  service_context::upload_totals& totals() { return s_.ctx->uploads_by_tenant[s_.who.tenant]; }
+
+  sandbox_ref s_;
+  std::uint64_t held_ = 0;
+};
+
+// What a writeFile's client sends, kept until commit. Bounded by upload_budget; dropped
+// (its memory given back) after options.upload_idle with no write.
 class upload final : public rpc::Upload::Server {
 public:
   upload(sandbox_ref s, std::string path, std::uint32_t mode)
-      : s_(std::move(s)), path_(std::move(path)), mode_(mode) {}
+      : s_(std::move(s)), path_(std::move(path)), mode_(mode), budget_(s_) {
+    arm_idle();
+  }
 
   kj::Promise<void> write(WriteContext context) override {
-    if (committed_)
-      throw_error(errc::conflict, "the upload of " + path_ + " was committed already");
+    check_open();
     auto data = context.getParams().getData();
+    check_result(
+      check_size("an upload chunk", data.size(), s_.ctx->options.defaults.inputs.chunk_bytes));
     if (content_.size() + data.size() > s_.ctx->options.max_upload_bytes)
       throw_error(errc::too_large, "the content of " + path_ + " is more than " +
                                      std::to_string(s_.ctx->options.max_upload_bytes) +
                                      " bytes, the largest file this node writes");
+    budget_.take_bytes(data.size(), path_);
     content_.append(reinterpret_cast<const char*>(data.begin()), data.size());
+    last_write_ = s_.ctx->timer->now();
     return kj::READY_NOW;
   }
 
   kj::Promise<void> commit(CommitContext context) override {
-    if (committed_)
-      throw_error(errc::conflict, "the upload of " + path_ + " was committed already");
+    check_open();
     committed_ = true;
+    idle_ = nullptr;
+    budget_.give_back_bytes(); // the content moves to the actor, which bounds it from here
     return sandbox_call(*s_.ctx, s_.conn, "Upload.commit", [this, context]() mutable {
       return operation<events::file_op_finished>(s_,
                                                  [this](auto done) {
@@ -118,11 +181,44 @@ public:
   }
 
 private:
+  void check_open() const {
+    if (committed_)
+      throw_error(errc::conflict, "the upload of " + path_ + " was committed already");
+    if (expired_)
+      throw_error(errc::conflict, "the upload of " + path_ +
+                                    " was dropped: nothing was written to it for " +
+                                    std::to_string(s_.ctx->options.upload_idle.count()) +
+                                    " ms; start the upload again");
+  }
+
+  void arm_idle() {
+    const auto idle = s_.ctx->options.upload_idle.count() * kj::MILLISECONDS;
+    last_write_ = s_.ctx->timer->now();
+    idle_ = s_.ctx->timer->afterDelay(idle).then([this] { idle_check(); }).eagerlyEvaluate(nullptr);
+  }
+  void idle_check() {
+    const auto idle = s_.ctx->options.upload_idle.count() * kj::MILLISECONDS;
+    const auto quiet = s_.ctx->timer->now() - last_write_;
+    if (quiet < idle) {
+      idle_ = s_.ctx->timer->afterDelay(idle - quiet)
+                .then([this] { idle_check(); })
+                .eagerlyEvaluate(nullptr);
+      return;
+    }
+    expired_ = true;
+    std::string().swap(content_);
+    budget_.give_back_bytes();
+  }
+
   sandbox_ref s_;
   std::string path_;
   std::uint32_t mode_;
+  upload_budget budget_;
   std::string content_;
   bool committed_ = false;
+  bool expired_ = false;
+  kj::TimePoint last_write_ = kj::origin<kj::TimePoint>();
+  kj::Promise<void> idle_ = nullptr;
 };
 
 // A file change answered with nothing but its outcome.

@@ -29,6 +29,10 @@ public:
       ++open;
       conn_->tenants.insert(who->tenant);
     }
+    if (!conn_->authenticated) {
+      conn_->authenticated = true;
+      --ctx.unauthenticated;
+    }
     auto results = context.getResults();
     auto id = results.initIdentity();
     id.setTenant(who->tenant);

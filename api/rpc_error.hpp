@@ -22,5 +22,10 @@ error from_exception(const kj::Exception& e);
 [[noreturn]] inline void throw_error(errc code, std::string message) {
   throw_error(error{code, std::move(message)});
 }
+// Throws the error of a failed check, if it failed.
+inline void check_result(const result<void>& r) {
+  if (!r)
+    throw_error(r.err());
+}
 
 } // namespace sandboxd::api

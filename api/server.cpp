@@ -9,6 +9,8 @@
 #include <kj/async-io.h>
 #include <kj/compat/tls.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <pthread.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +21,7 @@
 #include <fstream>
 #include <future>
 #include <list>
+#include <map>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -69,10 +72,20 @@ struct connection {
         network(*stream, capnp::rpc::twoparty::Side::SERVER, reader_options),
         rpc(capnp::makeRpcServer(network, make_gateway(std::move(shared), state))) {}
   ~connection() {
+    if (!state->authenticated)
+      --ctx.unauthenticated;
     for (const auto& t : state->tenants)
       if (auto it = ctx.connections_by_tenant.find(t);
           it != ctx.connections_by_tenant.end() && --it->second == 0)
         ctx.connections_by_tenant.erase(it);
+  }
+
+  // Ends the connection (its task completes and destroys it): once.
+  void drop() {
+    if (dropping)
+      return;
+    dropping = true;
+    closed->fulfill();
   }
 
   service_context& ctx;
@@ -80,7 +93,26 @@ struct connection {
   kj::Own<kj::AsyncIoStream> stream;
   capnp::TwoPartyVatNetwork network;
   capnp::RpcSystem<capnp::rpc::twoparty::VatId> rpc;
+  kj::Own<kj::PromiseFulfiller<void>> closed;
+  bool dropping = false;
 };
+
+// The TCP peer's address without its port ("" for a unix socket or when unknown).
+std::string peer_of(kj::AsyncIoStream& s) {
+  sockaddr_storage sa{};
+  kj::uint len = sizeof sa;
+  try {
+    s.getpeername(reinterpret_cast<sockaddr*>(&sa), &len);
+  } catch (const kj::Exception&) {
+    return {};
+  }
+  char text[INET6_ADDRSTRLEN] = {};
+  if (sa.ss_family == AF_INET)
+    ::inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&sa)->sin_addr, text, sizeof text);
+  else if (sa.ss_family == AF_INET6)
+    ::inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&sa)->sin6_addr, text, sizeof text);
+  return text;
+}
 
 struct server::impl : kj::TaskSet::ErrorHandler {
   server_options options;
@@ -95,32 +127,69 @@ struct server::impl : kj::TaskSet::ErrorHandler {
 
   // Loop thread only.
   std::shared_ptr<service_context> ctx;
-  std::set<connection*> connections;
+  std::map<std::uint64_t, connection*> connections; // by id: the order they came in
   std::uint64_t next_connection = 0;
   const kj::Executor* executor = nullptr;
   kj::Own<kj::PromiseFulfiller<void>> stop;
 
-  explicit impl(server_options o)
-      : options(std::move(o)),
-        ledger(options.defaults.limits.memory_mib, options.defaults.limits.disk_mib) {}
+  explicit impl(server_options o) : options(std::move(o)), ledger(options.defaults.limits) {}
 
   void taskFailed(kj::Exception&& e) override {
     // A connection that failed (a malformed message, a reset) is already gone.
     (void)e;
   }
 
+  // Makes room for one more connection with no token yet: past the caps, the oldest such
+  // connection (of the same address, for the per-address cap) is closed. An honest client
+  // authenticates within a round trip, so only connections that sit idle are pushed out.
+  void make_room_for_unauthenticated(const std::string& peer) {
+    std::size_t waiting = 0, from_peer = 0;
+    connection* oldest = nullptr;
+    connection* oldest_of_peer = nullptr;
+    for (auto& [id, c] : connections) {
+      if (c->state->authenticated || c->dropping)
+        continue;
+      ++waiting;
+      if (!oldest)
+        oldest = c;
+      if (!peer.empty() && c->state->peer == peer) {
+        ++from_peer;
+        if (!oldest_of_peer)
+          oldest_of_peer = c;
+      }
+    }
+    if (!peer.empty() && from_peer >= options.max_unauthenticated_per_address)
+      oldest_of_peer->drop();
+    else if (waiting >= options.max_unauthenticated_connections && oldest)
+      oldest->drop();
+  }
+
   kj::Promise<void> accept_loop(kj::ConnectionReceiver& listener, kj::TaskSet& tasks) {
     return listener.accept().then([this, &listener, &tasks](kj::Own<kj::AsyncIoStream> s) {
-      if (connections.size() < options.max_connections) {
+      if (connections.size() - ctx->unauthenticated < options.max_connections) {
         capnp::ReaderOptions ro;
         ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
         auto st = std::make_shared<connection_state>();
         st->id = ++next_connection;
+        st->peer = peer_of(*s);
+        make_room_for_unauthenticated(st->peer);
         auto c = kj::heap<connection>(*ctx, ctx, st, kj::heap<buffered_stream>(kj::mv(s)), ro);
+        ++ctx->unauthenticated;
+        auto closed = kj::newPromiseAndFulfiller<void>();
+        c->closed = kj::mv(closed.fulfiller);
         auto* raw = c.get();
-        connections.insert(raw);
-        tasks.add(c->network.onDisconnect().attach(
-          kj::mv(c), kj::defer([this, raw] { connections.erase(raw); })));
+        const auto id = st->id;
+        connections.emplace(id, raw);
+        tasks.add(c->network.onDisconnect()
+                    .exclusiveJoin(kj::mv(closed.promise))
+                    .attach(kj::mv(c), kj::defer([this, id] { connections.erase(id); })));
+        // No token in time: closed.
+        tasks.add(ctx->timer->afterDelay(options.authentication_deadline.count() * kj::MILLISECONDS)
+                    .then([this, id] {
+                      auto it = connections.find(id);
+                      if (it != connections.end() && !it->second->state->authenticated)
+                        it->second->drop();
+                    }));
       } // else: dropped at once; the client sees the connection close
       return accept_loop(listener, tasks);
     });
@@ -273,7 +342,7 @@ server_stats server::stats() const {
       s.streams = m.ctx->streams;
       s.stream_events_sent = m.ctx->stream_events_sent;
     }
-    for (auto* c : m.connections)
+    for (auto& [id, c] : m.connections)
       s.outgoing_queue_bytes += c->network.getCurrentQueueSize();
     return s;
   });

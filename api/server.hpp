@@ -77,7 +77,21 @@ struct server_options {
   std::size_t max_calls_in_flight = 256; // per connection
   std::size_t max_streams_per_connection = 16;
   std::size_t max_connections_per_tenant = 64;
-  std::size_t max_connections = 1024;
+  std::size_t max_connections = 1024; // authenticated ones, all tenants together
+  // Connections no token was accepted on yet have places of their own, so that they never
+  // keep out a client that authenticates: past `max_unauthenticated_connections` (or, on
+  // TCP, `max_unauthenticated_per_address` from one address) the oldest of them is closed
+  // to make room, and each is closed once `authentication_deadline` passed without a token.
+  std::size_t max_unauthenticated_connections = 256;
+  std::size_t max_unauthenticated_per_address = 64;
+  std::chrono::milliseconds authentication_deadline{10'000};
+  // Uploads (writeFile) not committed yet buffer their content in the daemon: bounded per
+  // connection and per tenant in number and bytes; one with no write for `upload_idle` is
+  // dropped (its later writes and commit answer conflict).
+  std::size_t max_uploads_per_connection = 16;
+  std::size_t max_uploads_per_tenant = 64;
+  std::uint64_t max_upload_buffer_bytes_per_tenant = 128ull << 20;
+  std::chrono::milliseconds upload_idle{60'000};
   std::chrono::milliseconds not_found_floor{2};
   // TLS for TCP addresses that are not loopback (PEM files); also on loopback when set.
   std::string tls_certificate_file;

@@ -26,8 +26,12 @@ namespace sandboxd::api {
 
 struct connection_state {
   std::uint64_t id = 0;
+  std::string peer;           // the TCP peer's address; "" on a unix socket
+  bool authenticated = false; // once a token was accepted on it
   std::size_t calls_in_flight = 0;
   std::size_t streams = 0;
+  std::size_t uploads = 0;                      // open (uncommitted) uploads
+  std::uint64_t upload_bytes = 0;               // what they buffer
   std::set<std::string> tenants;                // connection slots held, released at disconnect
   capnp::TwoPartyVatNetwork* network = nullptr; // null once disconnected
 };
@@ -76,6 +80,13 @@ struct service_context {
   worker_pool* template_workers = nullptr;
   stream_wakeups* wakeups = nullptr;
   std::unordered_map<std::string, std::size_t> connections_by_tenant;
+  std::size_t unauthenticated = 0; // connections with no token accepted yet
+  // Open uploads and the bytes they buffer, by tenant (upload_budget, file_service.cpp).
+  struct upload_totals {
+    std::size_t uploads = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::unordered_map<std::string, upload_totals> uploads_by_tenant;
   // The streamed stdin of each exec some handle holds, by tenant, sandbox and exec id:
   // openExec's handle writes to the same stdin as start's.
   std::unordered_map<std::string, std::weak_ptr<stdin_holder>> exec_stdins;

@@ -254,11 +254,6 @@ public:
   }
 
 private:
-  static void check_result(result<void> r) {
-    if (!r)
-      throw_error(r.err());
-  }
-
   std::shared_ptr<service_context> ctx_;
   std::shared_ptr<connection_state> conn_;
   identity who_;

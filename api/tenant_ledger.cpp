@@ -2,20 +2,27 @@
 
 namespace sandboxd::api {
 
-tenant_ledger::tenant_ledger(std::uint64_t default_memory_mib, std::uint64_t default_disk_mib)
-    : default_memory_mib_(default_memory_mib), default_disk_mib_(default_disk_mib) {}
+tenant_ledger::tenant_ledger(events::sandbox_limits defaults) : defaults_(defaults) {}
 
 tenant_ledger::holding tenant_ledger::holding_of(const std::string& tenant,
                                                  const events::sandbox_limits& l) const {
-  return holding{tenant, l.memory_mib ? l.memory_mib : default_memory_mib_,
-                 l.disk_mib ? l.disk_mib : default_disk_mib_};
+  holding h{tenant, {}};
+  h.held.sandboxes = 1;
+  const auto or_default = [](std::uint32_t v, std::uint32_t d) { return v ? v : d; };
+  h.held.memory_mib = or_default(l.memory_mib, defaults_.memory_mib);
+  h.held.cpu_millicores = or_default(l.cpu_millicores, defaults_.cpu_millicores);
+  h.held.pids = or_default(l.pids, defaults_.pids);
+  h.held.disk_mib = or_default(l.disk_mib, defaults_.disk_mib);
+  return h;
 }
 
 void tenant_ledger::add(const holding& h) {
   auto& t = totals_[h.tenant];
-  t.sandboxes += 1;
-  t.memory_mib += h.memory_mib;
-  t.disk_mib += h.disk_mib;
+  t.sandboxes += h.held.sandboxes;
+  t.memory_mib += h.held.memory_mib;
+  t.cpu_millicores += h.held.cpu_millicores;
+  t.pids += h.held.pids;
+  t.disk_mib += h.held.disk_mib;
 }
 
 void tenant_ledger::remove(const holding& h) {
@@ -23,9 +30,11 @@ void tenant_ledger::remove(const holding& h) {
   if (it == totals_.end())
     return;
   auto& t = it->second;
-  t.sandboxes -= 1;
-  t.memory_mib -= h.memory_mib;
-  t.disk_mib -= h.disk_mib;
+  t.sandboxes -= h.held.sandboxes;
+  t.memory_mib -= h.held.memory_mib;
+  t.cpu_millicores -= h.held.cpu_millicores;
+  t.pids -= h.held.pids;
+  t.disk_mib -= h.held.disk_mib;
   if (t.sandboxes == 0)
     totals_.erase(it);
 }
@@ -70,13 +79,18 @@ result<void> tenant_ledger::reserve(const std::string& tenant, const std::string
                       "tenant " + tenant + " would pass its " + what + " quota (" +
                         std::to_string(used) + unit + " in use, " + std::to_string(more) + unit +
                         " more asked, quota " + std::to_string(limit) + unit +
-                        "); delete sandboxes or ask for a larger quota");
+                        "); delete sandboxes, ask for less or ask for a larger quota");
   };
   if (auto e = over("sandbox", now.sandboxes, 1, quota.sandboxes, ""))
     return *e;
-  if (auto e = over("memory", now.memory_mib, h.memory_mib, quota.memory_mib, " MiB"))
+  if (auto e = over("memory", now.memory_mib, h.held.memory_mib, quota.memory_mib, " MiB"))
     return *e;
-  if (auto e = over("disk", now.disk_mib, h.disk_mib, quota.disk_mib, " MiB"))
+  if (auto e =
+        over("CPU", now.cpu_millicores, h.held.cpu_millicores, quota.cpu_millicores, " millicores"))
+    return *e;
+  if (auto e = over("pids", now.pids, h.held.pids, quota.pids, " pids"))
+    return *e;
+  if (auto e = over("disk", now.disk_mib, h.held.disk_mib, quota.disk_mib, " MiB"))
     return *e;
   add(h);
   reserved_.emplace(sandbox_id, std::move(h));

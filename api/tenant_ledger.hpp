@@ -1,5 +1,6 @@
-// tenant_ledger — what each tenant's live sandboxes hold, for its quotas: sandboxes, total
-// memory and total disk (MiB, as created; a zero limit counts as the node's default).
+// tenant_ledger — what each tenant's live sandboxes hold, for its quotas: sandboxes, and the
+// total of their memory, CPU, pids and disk limits (as created; a zero limit, which only an
+// older log has, counts as the node's default).
 //
 // The truth is the log: apply() folds the `created` and `deleted` events the log follower
 // reads (a sandbox counts from its `created` until its `deleted`, failed ones included, since
@@ -27,21 +28,24 @@ namespace sandboxd::api {
 struct tenant_quota {
   std::uint64_t sandboxes = 0;
   std::uint64_t memory_mib = 0;
+  std::uint64_t cpu_millicores = 0;
+  std::uint64_t pids = 0;
   std::uint64_t disk_mib = 0;
 };
 
 struct tenant_usage {
   std::uint64_t sandboxes = 0;
   std::uint64_t memory_mib = 0;
+  std::uint64_t cpu_millicores = 0;
+  std::uint64_t pids = 0;
   std::uint64_t disk_mib = 0;
   bool operator==(const tenant_usage&) const = default;
 };
 
 class tenant_ledger {
 public:
-  // What a zero memory or disk limit counts as (the node's defaults).
-  explicit tenant_ledger(std::uint64_t default_memory_mib = 512,
-                         std::uint64_t default_disk_mib = 0);
+  // What a zero limit counts as (the node's defaults).
+  explicit tenant_ledger(events::sandbox_limits defaults = {512, 1000, 512, 10240});
 
   void apply(const events::event& e);
 
@@ -59,15 +63,13 @@ public:
 private:
   struct holding {
     std::string tenant;
-    std::uint64_t memory_mib = 0;
-    std::uint64_t disk_mib = 0;
+    tenant_usage held; // sandboxes 1
   };
   holding holding_of(const std::string& tenant, const events::sandbox_limits& l) const;
   void add(const holding& h);
   void remove(const holding& h);
 
-  std::uint64_t default_memory_mib_;
-  std::uint64_t default_disk_mib_;
+  events::sandbox_limits defaults_;
   mutable std::mutex mu_;
   std::unordered_map<std::string, holding> live_;     // folded from the log
   std::unordered_map<std::string, holding> reserved_; // admitted, not folded yet

@@ -170,12 +170,34 @@ int main(int argc, char** argv) {
   auto* tls_cert = app.add_option("--tls-cert", flags.tls_certificate,
                                   "PEM certificate for RPC on non-loopback TCP addresses");
   auto* tls_key = app.add_option("--tls-key", flags.tls_key, "PEM private key of --tls-cert");
-  auto* quota_sandboxes = app.add_option("--quota-sandboxes", flags.quota_sandboxes,
-                                         "live sandboxes per tenant (default 0: no limit)");
-  auto* quota_memory = app.add_option("--quota-memory-mib", flags.quota_memory_mib,
-                                      "memory MiB of a tenant's live sandboxes (0: no limit)");
-  auto* quota_disk = app.add_option("--quota-disk-mib", flags.quota_disk_mib,
-                                    "disk MiB of a tenant's live sandboxes (0: no limit)");
+  // Bounds (unset: the node's fair share; 0: no limit), each a flag that wins over the file.
+  struct bound_flag {
+    const char* name;
+    const char* help;
+    std::optional<std::int64_t> sandboxd::node::daemon_settings::*field;
+    std::int64_t value = 0;
+    CLI::Option* option = nullptr;
+  };
+  using ds = sandboxd::node::daemon_settings;
+  bound_flag bound_flags[] = {
+    {"--quota-sandboxes", "live sandboxes per tenant (default: no limit)", &ds::quota_sandboxes},
+    {"--quota-memory-mib", "memory MiB a tenant's live sandboxes may hold together",
+     &ds::quota_memory_mib},
+    {"--quota-cpu-millicores", "CPU millicores a tenant's live sandboxes may hold together",
+     &ds::quota_cpu_millicores},
+    {"--quota-pids", "pids a tenant's live sandboxes may hold together", &ds::quota_pids},
+    {"--quota-disk-mib", "disk MiB a tenant's live sandboxes may hold together",
+     &ds::quota_disk_mib},
+    {"--max-memory-mib", "most memory MiB one sandbox may ask for", &ds::max_memory_mib},
+    {"--max-cpu-millicores", "most CPU millicores one sandbox may ask for",
+     &ds::max_cpu_millicores},
+    {"--max-pids", "most pids one sandbox may ask for", &ds::max_pids},
+    {"--max-disk-mib", "most disk MiB one sandbox may ask for", &ds::max_disk_mib},
+  };
+  for (auto& b : bound_flags)
+    b.option = app.add_option(b.name, b.value,
+                              std::string(b.help) +
+                                " (default: the node's fair share, docs/security.md; 0: no limit)");
   auto* template_cache =
     app.add_option("--template-cache", flags.template_cache,
                    "where stock template tarballs are kept between data directories (default "
@@ -242,12 +264,9 @@ int main(int argc, char** argv) {
     settings.tls_certificate = flags.tls_certificate;
   if (given(tls_key))
     settings.tls_key = flags.tls_key;
-  if (given(quota_sandboxes))
-    settings.quota_sandboxes = flags.quota_sandboxes;
-  if (given(quota_memory))
-    settings.quota_memory_mib = flags.quota_memory_mib;
-  if (given(quota_disk))
-    settings.quota_disk_mib = flags.quota_disk_mib;
+  for (const auto& b : bound_flags)
+    if (given(b.option))
+      settings.*(b.field) = b.value;
   if (given(template_cache))
     settings.template_cache = flags.template_cache;
 
@@ -321,11 +340,26 @@ int main(int argc, char** argv) {
     o.pg_schema = node.schema();
     o.defaults.runtime = node.default_runtime();
     o.defaults.runtimes = node.runtimes();
-    o.quota = {config.quota.sandboxes, config.quota.memory_mib, config.quota.disk_mib};
-    const auto& held = node.runtimes();
-    if (config.quota.disk_mib == 0 && std::any_of(held.begin(), held.end(), [](auto k) {
-          return k != sandboxd::events::runtime_kind::hollow;
-        }))
+    // Ceilings and quotas: the node's fair share of what this host has, unless set.
+    std::vector<std::string> pools;
+    for (auto k : node.runtimes())
+      if (k != sandboxd::events::runtime_kind::hollow)
+        pools.push_back(node.runtime_dir(k) + "/layers");
+    // A node of hollow sandboxes only (control-plane benchmarks) holds nothing of the host's:
+    // no default bounds there, only those set.
+    const auto capacity =
+      pools.empty() ? sandboxd::node::node_capacity{} : sandboxd::node::read_capacity(pools);
+    const auto bounds = sandboxd::node::resolve(config.bounds, capacity);
+    o.defaults.ceilings = bounds.ceilings;
+    const auto& q = bounds.quota;
+    o.quota = {q.sandboxes, q.memory_mib, q.cpu_millicores, q.pids, q.disk_mib};
+    spdlog::info("limits: a sandbox may ask for at most {} MiB memory, {} millicores, {} pids, "
+                 "{} MiB disk; a tenant's sandboxes may hold {} sandboxes, {} MiB memory, {} "
+                 "millicores, {} pids, {} MiB disk (0: no limit)",
+                 bounds.ceilings.memory_mib, bounds.ceilings.cpu_millicores, bounds.ceilings.pids,
+                 bounds.ceilings.disk_mib, q.sandboxes, q.memory_mib, q.cpu_millicores, q.pids,
+                 q.disk_mib);
+    if (q.disk_mib == 0 && !pools.empty())
       spdlog::warn("no tenant disk quota: every tenant's sandboxes share one layer pool, each "
                    "layer up to its disk limit, so one tenant can fill it for all; set "
                    "--quota-disk-mib (docs/security.md)");

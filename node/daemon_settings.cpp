@@ -49,6 +49,14 @@ public:
         fail_type(key, "an integer");
     }
   }
+  void read(std::string_view key, std::optional<std::int64_t>& out) {
+    std::int64_t v = 0;
+    if (present(key)) {
+      read(key, v);
+      if (!failure_)
+        out = v;
+    }
+  }
   void read(std::string_view key, bool& out) {
     if (auto* n = present(key)) {
       if (auto v = n->value<bool>(); v && n->is_boolean())
@@ -137,7 +145,8 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   const std::string where = "config file " + source;
   table_reader top(doc, where + " ", failure);
   top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "log", "event_log", "kafka",
-             "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "templates"});
+             "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
+             "templates"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
@@ -203,10 +212,20 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   }
   if (const auto* t = top.table("quotas")) {
     table_reader r(*t, top.where("quotas"), failure);
-    r.allow({"sandboxes", "memory_mib", "disk_mib"});
+    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib"});
     r.read("sandboxes", s.quota_sandboxes);
     r.read("memory_mib", s.quota_memory_mib);
+    r.read("cpu_millicores", s.quota_cpu_millicores);
+    r.read("pids", s.quota_pids);
     r.read("disk_mib", s.quota_disk_mib);
+  }
+  if (const auto* t = top.table("limits")) {
+    table_reader r(*t, top.where("limits"), failure);
+    r.allow({"max_memory_mib", "max_cpu_millicores", "max_pids", "max_disk_mib"});
+    r.read("max_memory_mib", s.max_memory_mib);
+    r.read("max_cpu_millicores", s.max_cpu_millicores);
+    r.read("max_pids", s.max_pids);
+    r.read("max_disk_mib", s.max_disk_mib);
   }
   if (const auto* t = top.table("templates")) {
     table_reader r(*t, top.where("templates"), failure);
@@ -256,9 +275,23 @@ std::string to_toml(const daemon_settings& s) {
     << "[projections]\nprojectors = " << s.projectors << "\n\n"
     << "[tls]\ncertificate = " << toml_string(s.tls_certificate)
     << "\nkey = " << toml_string(s.tls_key) << "\n\n"
-    << "[quotas]\nsandboxes = " << s.quota_sandboxes << "\nmemory_mib = " << s.quota_memory_mib
-    << "\ndisk_mib = " << s.quota_disk_mib << "\n\n"
     << "[templates]\ncache = " << toml_string(s.template_cache) << "\n";
+  // Bounds left unset stay unset: they are the node's fair share, resolved at start.
+  const auto put = [&o](const char* key, const std::optional<std::int64_t>& v) {
+    if (v)
+      o << key << " = " << *v << "\n";
+  };
+  o << "\n[quotas]\n";
+  put("sandboxes", s.quota_sandboxes);
+  put("memory_mib", s.quota_memory_mib);
+  put("cpu_millicores", s.quota_cpu_millicores);
+  put("pids", s.quota_pids);
+  put("disk_mib", s.quota_disk_mib);
+  o << "\n[limits]\n";
+  put("max_memory_mib", s.max_memory_mib);
+  put("max_cpu_millicores", s.max_cpu_millicores);
+  put("max_pids", s.max_pids);
+  put("max_disk_mib", s.max_disk_mib);
   return o.str();
 }
 
@@ -373,14 +406,27 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
                   "--tls-cert and --tls-key, or a loopback address (127.0.0.1:PORT)");
     c.console = a.value;
   }
-  for (const auto& [name, v] :
-       {std::pair{"sandboxes", s.quota_sandboxes}, std::pair{"memory_mib", s.quota_memory_mib},
-        std::pair{"disk_mib", s.quota_disk_mib}})
-    if (v < 0)
-      return fail(std::string("quota ") + name + " is negative; use 0 for no limit");
-  c.quota = {static_cast<std::uint64_t>(s.quota_sandboxes),
-             static_cast<std::uint64_t>(s.quota_memory_mib),
-             static_cast<std::uint64_t>(s.quota_disk_mib)};
+  const std::pair<const char*, const std::optional<std::int64_t>*> bounds[] = {
+    {"quotas.sandboxes", &s.quota_sandboxes},
+    {"quotas.memory_mib", &s.quota_memory_mib},
+    {"quotas.cpu_millicores", &s.quota_cpu_millicores},
+    {"quotas.pids", &s.quota_pids},
+    {"quotas.disk_mib", &s.quota_disk_mib},
+    {"limits.max_memory_mib", &s.max_memory_mib},
+    {"limits.max_cpu_millicores", &s.max_cpu_millicores},
+    {"limits.max_pids", &s.max_pids},
+    {"limits.max_disk_mib", &s.max_disk_mib}};
+  for (const auto& [name, v] : bounds)
+    if (*v && **v < 0)
+      return fail(std::string(name) + " is negative; use 0 for no limit");
+  const auto u = [](const std::optional<std::int64_t>& v) -> std::optional<std::uint64_t> {
+    if (!v)
+      return std::nullopt;
+    return static_cast<std::uint64_t>(*v);
+  };
+  c.bounds = {u(s.quota_sandboxes),    u(s.quota_memory_mib), u(s.quota_cpu_millicores),
+              u(s.quota_pids),         u(s.quota_disk_mib),   u(s.max_memory_mib),
+              u(s.max_cpu_millicores), u(s.max_pids),         u(s.max_disk_mib)};
   r.value = std::move(c);
   return r;
 }

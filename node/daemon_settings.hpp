@@ -10,6 +10,7 @@
 #include "events/errc.hpp"
 #include "node/listen_address.hpp"
 #include "node/node_config.hpp"
+#include "node/resource_bounds.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -44,10 +45,11 @@ struct daemon_settings {
   // TLS for RPC on TCP addresses that are not loopback (PEM files).
   std::string tls_certificate;
   std::string tls_key;
-  // Every tenant's quota; 0: no limit.
-  std::int64_t quota_sandboxes = 0;
-  std::int64_t quota_memory_mib = 0;
-  std::int64_t quota_disk_mib = 0;
+  // Every tenant's quota and each sandbox's ceilings ([quotas], [limits]); unset: the
+  // node's fair share (node/resource_bounds.hpp); 0: no limit.
+  std::optional<std::int64_t> quota_sandboxes, quota_memory_mib, quota_cpu_millicores, quota_pids,
+    quota_disk_mib;
+  std::optional<std::int64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
   // Where stock template tarballs are cached (node_config::template_cache); "" the default,
   // "none" keeps none.
   std::string template_cache;
@@ -65,19 +67,12 @@ std::string to_toml(const daemon_settings& s);
 
 enum class log_format { text, json };
 
-// A tenant's quota: live sandboxes, their memory and their disk; 0 is no limit.
-struct quota_settings {
-  std::uint64_t sandboxes = 0;
-  std::uint64_t memory_mib = 0;
-  std::uint64_t disk_mib = 0;
-};
-
 struct daemon_config {
   node_config node;
   std::vector<listen_address> listen; // the RPC server's addresses; at least one
   std::string tls_certificate;        // absolute, or empty
   std::string tls_key;
-  quota_settings quota;
+  bound_settings bounds;                 // resolved against the host at start (resource_bounds.hpp)
   std::optional<listen_address> metrics; // tcp
   std::optional<listen_address> console; // tcp; TLS (tls_certificate) unless loopback
   log_format format = log_format::text;

@@ -103,4 +103,16 @@ data_directory::~data_directory() {
     ::close(lock_fd_); // releases the flock; the file stays (its content is only a hint)
 }
 
+std::string data_directory::private_subdirectory(const std::string& name) const {
+  const std::string dir = path_ + "/" + name;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+    throw start_error("cannot make " + dir + ": " + errno_text());
+  struct stat st {};
+  if (::lstat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    throw start_error(dir + " is not a directory; move it away");
+  if ((st.st_mode & 07777) != 0700 && ::chmod(dir.c_str(), 0700) != 0)
+    throw start_error("cannot set " + dir + " to mode 0700: " + errno_text());
+  return dir;
+}
+
 } // namespace sandboxd::node

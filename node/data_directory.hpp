@@ -7,7 +7,8 @@
 //   another user than the one sandboxd runs as — naming both users and what to do;
 // - sets its mode to 0700, or to 0710 with group `traverse_group` when one is given:
 //   the embedded PostgreSQL runs as its own user, which must traverse the directory to
-//   reach DATA_DIR/postgres and may list or read nothing else in it;
+//   reach DATA_DIR/postgres and may list or read nothing else in it (a name it knows,
+//   such as DATA_DIR/log, is a directory of mode 0700: private_subdirectory());
 // - takes DATA_DIR/sandboxd.lock (flock, the holder's pid written in it), so a second
 //   node on the same directory, in this process or another, is refused with the
 //   holder's pid. The lock goes with the process, also when it is killed.
@@ -28,6 +29,9 @@ public:
 
   const std::string& path() const { return path_; }
   std::string operator/(const std::string& name) const { return path_ + "/" + name; }
+  // DATA_DIR/name, made or set to mode 0700: what only sandboxd's user may open (the
+  // event log, which holds every tenant's arguments and environment).
+  std::string private_subdirectory(const std::string& name) const;
 
 private:
   std::string path_;

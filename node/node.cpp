@@ -144,7 +144,7 @@ void node::start() {
     part = "event log";
     if (config_.log == log_kind::file) {
       events::file_log_options o;
-      o.dir = *dir_ / "log";
+      o.dir = dir_->private_subdirectory("log");
       o.partitions = config_.partitions;
       raw_log_ = std::make_unique<events::file_log>(o);
     } else {
@@ -258,7 +258,7 @@ void node::start() {
       o.driver_never_blocks = o.driver_never_blocks && o.drivers[kind]->never_blocks();
     }
     o.default_runtime = runtimes_->default_kind();
-    o.data_dir = *dir_ / "control";
+    o.data_dir = dir_->private_subdirectory("control");
     plane_ = std::make_unique<actors::control_plane>(o);
     const auto& rec = plane_->recovery();
     spdlog::info("control plane: recovered {} sandboxes in {:.2f} s ({} events replayed, {} "

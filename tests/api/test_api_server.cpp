@@ -440,8 +440,8 @@ BOOST_AUTO_TEST_CASE(admin_calls_need_the_admin_scope) {
 
 BOOST_AUTO_TEST_CASE(quotas_answer_resource_exhausted) {
   api_world w(without_read_models([](api::server_options& o) {
-    o.quotas["a"] = api::tenant_quota{2, 0, 0};
-    o.quotas["b"] = api::tenant_quota{0, 1024, 100};
+    o.quotas["a"] = api::tenant_quota{2, 0, 0, 0, 0};
+    o.quotas["b"] = api::tenant_quota{0, 1024, 0, 0, 100};
   }));
   auto a = w.connect(k_token_a);
   auto first = must(a.create({}));
@@ -458,6 +458,14 @@ BOOST_AUTO_TEST_CASE(quotas_answer_resource_exhausted) {
   auto b = w.connect(k_token_b);
   api::create_options big;
   big.limits.memory_mib = 768;
+  big.limits.disk_mib = 50;
+  // Without a disk limit a sandbox holds the runtime's default layer (10 GiB): that is what
+  // the quota counts, so it is refused here (the bypass of a quota counting it as 0).
+  auto no_disk = b.create(api::create_options{});
+  BOOST_REQUIRE(!no_disk.ok());
+  BOOST_TEST(no_disk.err().message.find("disk quota (0 MiB in use, 10240 MiB more asked") !=
+               std::string::npos,
+             no_disk.err().message);
   must(b.create(big));
   auto memory = b.create(big); // 1536 MiB > 1024
   BOOST_REQUIRE(!memory.ok());
@@ -465,16 +473,16 @@ BOOST_AUTO_TEST_CASE(quotas_answer_resource_exhausted) {
   BOOST_TEST(memory.err().message.find("memory quota") != std::string::npos);
   api::create_options disk;
   disk.limits.memory_mib = 128;
-  disk.limits.disk_mib = 101;
+  disk.limits.disk_mib = 51;
   auto d = b.create(disk);
   BOOST_REQUIRE(!d.ok());
   BOOST_TEST(d.err().message.find("disk quota") != std::string::npos);
-  BOOST_TEST((w.server->usage("b") == api::tenant_usage{1, 768, 0}));
+  BOOST_TEST((w.server->usage("b") == api::tenant_usage{1, 768, 1000, 512, 50}));
 }
 
 BOOST_AUTO_TEST_CASE(concurrent_creates_never_pass_the_quota) {
   api_world w(without_read_models([](api::server_options& o) {
-    o.quota = api::tenant_quota{3, 0, 0};
+    o.quota = api::tenant_quota{3, 0, 0, 0, 0};
   }));
   raw_session a(w.address, k_token_a);
   kj::Vector<kj::Promise<void>> calls;

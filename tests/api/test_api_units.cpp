@@ -119,22 +119,22 @@ BOOST_AUTO_TEST_CASE(token_table_knows_only_whole_tokens) {
 }
 
 BOOST_AUTO_TEST_CASE(ledger_counts_live_sandboxes_from_the_log) {
-  api::tenant_ledger l(512, 0);
+  api::tenant_ledger l({512, 1000, 512, 0});
   l.apply(created("s1", "t", 0, 0)); // zero memory: the default
   l.apply(created("s2", "t", 1024, 10));
   l.apply(created("s2", "t", 1024, 10)); // a duplicate record
   l.apply(created("x1", "other", 64, 0));
-  BOOST_TEST((l.usage("t") == api::tenant_usage{2, 1536, 10}));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{2, 1536, 2000, 1024, 10}));
   l.apply(deleted("s1"));
   l.apply(deleted("s1"));
   l.apply(deleted("never"));
-  BOOST_TEST((l.usage("t") == api::tenant_usage{1, 1024, 10}));
-  BOOST_TEST((l.usage("other") == api::tenant_usage{1, 64, 0}));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{1, 1024, 1000, 512, 10}));
+  BOOST_TEST((l.usage("other") == api::tenant_usage{1, 64, 1000, 512, 0}));
 }
 
 BOOST_AUTO_TEST_CASE(ledger_reservations_hold_until_folded_or_released) {
-  api::tenant_ledger l(512, 0);
-  const api::tenant_quota q{2, 2048, 0};
+  api::tenant_ledger l({512, 1000, 512, 0});
+  const api::tenant_quota q{2, 2048, 0, 0, 0};
   events::sandbox_limits lim;
   lim.memory_mib = 1000;
   BOOST_TEST(l.reserve("t", "r1", lim, q).ok());
@@ -145,11 +145,11 @@ BOOST_AUTO_TEST_CASE(ledger_reservations_hold_until_folded_or_released) {
   BOOST_TEST(third.err().message.find("sandbox quota") != std::string::npos);
   // r1's `created` arrives: it is counted once, not twice.
   l.apply(created("r1", "t", 1000, 0));
-  BOOST_TEST((l.usage("t") == api::tenant_usage{2, 2000, 0}));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{2, 2000, 2000, 1024, 0}));
   l.release("r1"); // too late: it is folded, and stays
   BOOST_TEST(l.usage("t").sandboxes == 2u);
   l.release("r2"); // a failed create
-  BOOST_TEST((l.usage("t") == api::tenant_usage{1, 1000, 0}));
+  BOOST_TEST((l.usage("t") == api::tenant_usage{1, 1000, 1000, 512, 0}));
   events::sandbox_limits huge;
   huge.memory_mib = 1100;
   auto memory = l.reserve("t", "r4", huge, q);

@@ -37,7 +37,8 @@ namespace {
 
 constexpr int k_quota_sandboxes = 3;
 constexpr int k_quota_memory_mib = 2048;
-constexpr int k_quota_disk_mib = 4096;
+// Three sandboxes without --disk: each counts the runtime's 10 GiB layer.
+constexpr int k_quota_disk_mib = 3 * 10240;
 
 int free_tcp_port() {
   const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -63,7 +64,8 @@ struct shared_daemon {
           std::string("--quota-sandboxes"), std::to_string(k_quota_sandboxes),
           std::string("--quota-memory-mib"), std::to_string(k_quota_memory_mib),
           std::string("--quota-disk-mib"), std::to_string(k_quota_disk_mib),
-          std::string("--metrics-addr"), "127.0.0.1:" + std::to_string(metrics_port)})
+          std::string("--max-disk-mib"), std::string("0"), std::string("--metrics-addr"),
+          "127.0.0.1:" + std::to_string(metrics_port)})
       flags.push_back(f);
     return flags;
   }()};

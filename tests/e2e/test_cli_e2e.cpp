@@ -26,7 +26,8 @@ namespace {
 constexpr const char* k_quota_mib = "65536";
 
 daemon_process& shared() {
-  static daemon_process d({"--runtime", "crun", "--quota-memory-mib", k_quota_mib});
+  static daemon_process d(
+    {"--runtime", "crun", "--quota-memory-mib", k_quota_mib, "--max-memory-mib", "100000"});
   return d;
 }
 
@@ -168,6 +169,10 @@ BOOST_AUTO_TEST_CASE(every_error_class_has_its_exit_code_and_one_line_that_says_
   // resource_exhausted: 205 (the daemon's tenant quota of memory).
   expect_error(ctl(d, {"create", "--runtime", "crun", "--memory", "70000"}), 205,
                "resource_exhausted", "memory");
+  // Over the node's ceiling of one sandbox: invalid_argument, naming the field and ceiling.
+  expect_error(ctl(d, {"create", "--runtime", "crun", "--memory", "100001"}), 204,
+               "invalid_argument",
+               "limits.memoryMib 100001 MiB is over this node's ceiling of 100000 MiB");
   // unavailable: 206 (no daemon there).
   expect_error(ctl(d, {"get", id}, {"", {{"SANDBOXD_ADDR", "unix:" + d.dir().path() + "/none"}}}),
                206, "unavailable", "cannot reach sandboxd at unix:");
