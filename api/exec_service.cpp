@@ -217,8 +217,8 @@ std::function<bool(std::string&)> stdin_source_of(std::shared_ptr<stdin_queue> q
 
 result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r, const create_defaults& d) {
   actors::exec_request x;
-  if (r.getArgv().size() > d.inputs.argv)
-    return check_argv(std::vector<std::string>(r.getArgv().size()), d.inputs).err();
+  if (auto ok = check_count("arguments", r.getArgv().size(), d.inputs.argv); !ok)
+    return ok.err(); // before copying them
   for (auto a : r.getArgv())
     x.argv.emplace_back(a.cStr(), a.size());
   if (x.argv.empty() || x.argv[0].empty())

@@ -21,6 +21,12 @@ error too_many(std::string_view what, std::size_t got, std::size_t limit) {
 
 } // namespace
 
+result<void> check_count(std::string_view what, std::size_t count, std::size_t limit) {
+  if (count > limit)
+    return too_many(what, count, limit);
+  return {};
+}
+
 result<void> check_size(std::string_view field, std::size_t bytes, std::size_t limit) {
   if (bytes > limit)
     return too_large(field, bytes, limit);
@@ -28,8 +34,8 @@ result<void> check_size(std::string_view field, std::size_t bytes, std::size_t l
 }
 
 result<void> check_labels(const std::vector<events::label>& labels, const input_limits& l) {
-  if (labels.size() > l.labels)
-    return too_many("labels", labels.size(), l.labels);
+  if (auto ok = check_count("labels", labels.size(), l.labels); !ok)
+    return ok;
   std::size_t total = 0;
   for (const auto& x : labels) {
     if (x.key.size() > l.label_key_bytes)
@@ -42,8 +48,8 @@ result<void> check_labels(const std::vector<events::label>& labels, const input_
 }
 
 result<void> check_env(const std::vector<events::env_var>& env, const input_limits& l) {
-  if (env.size() > l.env_vars)
-    return too_many("environment variables", env.size(), l.env_vars);
+  if (auto ok = check_count("environment variables", env.size(), l.env_vars); !ok)
+    return ok;
   std::size_t total = 0;
   for (const auto& v : env) {
     if (v.name.size() > l.env_name_bytes)
@@ -57,8 +63,8 @@ result<void> check_env(const std::vector<events::env_var>& env, const input_limi
 }
 
 result<void> check_argv(const std::vector<std::string>& argv, const input_limits& l) {
-  if (argv.size() > l.argv)
-    return too_many("arguments", argv.size(), l.argv);
+  if (auto ok = check_count("arguments", argv.size(), l.argv); !ok)
+    return ok;
   std::size_t total = 0;
   for (std::size_t i = 0; i < argv.size(); ++i) {
     if (argv[i].size() > l.arg_bytes)

@@ -42,5 +42,7 @@ result<void> check_env(const std::vector<events::env_var>& env, const input_limi
 result<void> check_argv(const std::vector<std::string>& argv, const input_limits& l);
 // `field` names it in the message ("cwd", "path", "stdin", "upload chunk", ...).
 result<void> check_size(std::string_view field, std::size_t bytes, std::size_t limit);
+// `count` items of `what` ("labels", "arguments", ...) against `limit`.
+result<void> check_count(std::string_view what, std::size_t count, std::size_t limit);
 
 } // namespace sandboxd::api

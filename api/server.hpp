@@ -21,7 +21,7 @@
 //   Streams (watch, tail) pull from the log and await Cap'n Proto's flow control: a slow
 //   or stopped client holds at most one read batch and one flow-control window per
 //   stream, never an actor.
-// - Quotas (per tenant: sandboxes, total memory, total disk) are checked against the
+// - Quotas (per tenant: sandboxes, and their memory, CPU, pids and disk) are checked against the
 //   tenant_ledger, which folds the log (the actors' durable truth) and counts admitted
 //   creates from the moment they are admitted.
 // - The constructor returns once every address listens and the ledger holds the whole log;

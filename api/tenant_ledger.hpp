@@ -16,6 +16,7 @@
 
 #include "api/result.hpp"
 #include "events/event.hpp"
+#include "node/resource_bounds.hpp"
 
 #include <cstdint>
 #include <mutex>
@@ -24,14 +25,8 @@
 
 namespace sandboxd::api {
 
-// Zero: unlimited.
-struct tenant_quota {
-  std::uint64_t sandboxes = 0;
-  std::uint64_t memory_mib = 0;
-  std::uint64_t cpu_millicores = 0;
-  std::uint64_t pids = 0;
-  std::uint64_t disk_mib = 0;
-};
+// Zero: unlimited. The node's settings' own type (node/resource_bounds.hpp).
+using tenant_quota = node::quota_settings;
 
 struct tenant_usage {
   std::uint64_t sandboxes = 0;

@@ -352,7 +352,7 @@ int main(int argc, char** argv) {
     const auto bounds = sandboxd::node::resolve(config.bounds, capacity);
     o.defaults.ceilings = bounds.ceilings;
     const auto& q = bounds.quota;
-    o.quota = {q.sandboxes, q.memory_mib, q.cpu_millicores, q.pids, q.disk_mib};
+    o.quota = q;
     spdlog::info("limits: a sandbox may ask for at most {} MiB memory, {} millicores, {} pids, "
                  "{} MiB disk; a tenant's sandboxes may hold {} sandboxes, {} MiB memory, {} "
                  "millicores, {} pids, {} MiB disk (0: no limit)",

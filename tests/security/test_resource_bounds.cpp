@@ -33,6 +33,15 @@ boost::test_tools::assertion_result crun_here(utf::test_unit_id id) {
   return crun_can_run(id);
 }
 
+// The embedded PostgreSQL's user, and runuser to act as it.
+boost::test_tools::assertion_result postgres_user_here(utf::test_unit_id) {
+  boost::test_tools::assertion_result r(::getpwnam("postgres") != nullptr &&
+                                        ::access("/usr/sbin/runuser", X_OK) == 0);
+  if (!r)
+    r.message() << "no postgres user or no /usr/sbin/runuser here; run scripts/setup";
+  return r;
+}
+
 // The log's content in bytes: every event of the whole log, encoded (read through the
 // admin's tail, so file preallocation and indexes do not blur it).
 std::uint64_t log_bytes(const daemon_process& d) {
@@ -334,11 +343,8 @@ BOOST_AUTO_TEST_CASE(a_pids_quota_stops_a_fork_bomb_while_another_tenant_forks) 
   BOOST_TEST(bombed.duration_ns >= 4'000'000'000);
 }
 
-BOOST_AUTO_TEST_CASE(the_embedded_postgres_user_cannot_open_the_log) {
-  if (::getpwnam("postgres") == nullptr || ::access("/usr/sbin/runuser", X_OK) != 0) {
-    BOOST_TEST_MESSAGE("skipped: no postgres user or no runuser here");
-    return;
-  }
+BOOST_AUTO_TEST_CASE(the_embedded_postgres_user_cannot_open_the_log,
+                     *utf::precondition(postgres_user_here)) {
   hollow_world w;
   auto acme = connect(w.d, k_token_acme);
   api::create_options o;
