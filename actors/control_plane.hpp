@@ -134,7 +134,7 @@ public:
 
   // Sends `c` to sandbox `sandbox_id`. For a create, an empty id lets the directory choose
   // one (the reply's state names it). A create's `spec.env` gives secret variables with
-  // their value: the log gets only the name and the value's SHA-256 (env_var::value_sha256),
+  // their value: the log gets only the name and that it is secret (nothing derived from it),
   // the driver gets the value. `spec.runtime` chooses the driver (control_plane_options).
   void submit(std::string sandbox_id, command c, reply_when when, reply_fn done);
 

@@ -104,9 +104,10 @@ emitter& emitter::add(events::payload p) {
 
 std::vector<events::env_var> loggable(std::vector<events::env_var> env) {
   for (auto& v : env)
-    if (v.secret && !v.value.empty()) {
-      v.value_sha256 = sha256_of(v.value);
+    if (v.secret) {
+      // Nothing derived from the value: an unsalted hash of a short secret is the secret.
       v.value.clear();
+      v.value_sha256.reset();
     }
   return env;
 }

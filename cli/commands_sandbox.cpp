@@ -134,7 +134,7 @@ void add_create(command_table& t) {
   c->add_option("--env", a->env, "an environment variable every exec sees (repeatable)")
     ->type_name("K=V");
   c->add_option("--secret-env", a->secret_env,
-                "the same, its value never logged (only a hash of it)")
+                "the same, its value never logged (nor any hash of it)")
     ->type_name("K=V");
   a->timeouts.add_to(c, true);
   c->add_option("--label", a->labels, "a label to find it by (repeatable)")->type_name("K=V");

@@ -122,12 +122,13 @@ std::string to_string(name_source v);
 using sandboxd::sha256_digest;
 
 // An environment variable of a sandbox or an exec. A secret's value never reaches the log:
-// `value` is empty and `value_sha256` holds the SHA-256 of the value.
+// `value` is empty, and nothing derived from it is kept (an unsalted hash of a short secret
+// gives it away). `value_sha256` is only read from records written before that rule.
 struct env_var {
   std::string name;
   std::string value;
   bool secret = false;
-  std::optional<sha256_digest> value_sha256; // secret only
+  std::optional<sha256_digest> value_sha256; // older records' secrets only; never written now
   bool operator==(const env_var&) const = default;
 };
 

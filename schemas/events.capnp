@@ -164,8 +164,8 @@ struct EnvVar {
   name @0 :Text;
   value @1 :Text;                # empty when secret
   secret @2 :Bool;
-  valueSha256 @3 :Data;          # secret only: SHA-256 of the value (32 bytes); the value
-                                 # itself never reaches the log
+  valueSha256 @3 :Data;          # older records only: a secret's SHA-256 (32 bytes); no longer
+                                 # written — neither a secret nor its hash reaches the log
 }
 
 struct Limits {

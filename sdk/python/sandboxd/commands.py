@@ -299,7 +299,7 @@ class Commands:
                 PATH when it has no ``/``).
             background: return a :class:`CommandHandle` at once instead of waiting.
             envs: variables added to the sandbox's environment for this command.
-            secret_envs: the same, but their values never reach the event log (only a hash).
+            secret_envs: the same, but their values never reach the event log (nor any hash of them).
             cwd: the working directory (default ``/``).
             timeout: seconds the command may run; then the daemon kills it and the result
                 has ``timed_out`` (None: no limit).

@@ -74,7 +74,13 @@ def daemon() -> Iterator[Daemon]:
     if why:
         pytest.skip(why)
     other_token = "sbd_" + secrets.token_hex(32)
-    local = LocalDaemon(BINARY, tokens_toml=_other_tenant(other_token), prefix="sandboxd-test-sdk-")
+    # The suite holds more at once than a tenant's fair share of a small node (250 hollow
+    # sandboxes in test_list, 50 real ones in test_async): its daemon has no tenant quotas.
+    # Quotas are tested on their own (tests/security/test_resource_bounds).
+    no_quotas = [f"--quota-{q}=0" for q in ("sandboxes", "memory-mib", "cpu-millicores", "pids",
+                                             "disk-mib")]
+    local = LocalDaemon(BINARY, tokens_toml=_other_tenant(other_token), prefix="sandboxd-test-sdk-",
+                        args=no_quotas)
     try:
         local.start()
     except DaemonError as e:
