@@ -123,7 +123,7 @@ std::pair<cmd::exec, runtime::exec_request> exec_parts(exec_request r, output_si
   c.argv = r.argv;
   c.working_directory = r.cwd;
   c.timeout = r.timeout;
-  c.env = r.env; // decide logs secrets as hashes
+  c.env = r.env; // decide logs secrets by name only
   if (r.stdin_data) {
     c.stdin_bytes = r.stdin_data->size();
     c.stdin_sha256 = sha256_of(*r.stdin_data);

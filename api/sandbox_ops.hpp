@@ -31,6 +31,7 @@ struct sandbox_ref {
 // value).
 template <class T, class Start>
 kj::Promise<actors::op_result<T>> operation(const sandbox_ref& s, Start start) {
+  s.ctx->admit_log(s.who.tenant);
   return s.ctx->query(s.id, s.who.tenant)
     .then([ctx = s.ctx, id = s.id, start = std::move(start)](actors::command_reply r) mutable {
       check(r);

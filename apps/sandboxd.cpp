@@ -188,6 +188,8 @@ int main(int argc, char** argv) {
     {"--quota-pids", "pids a tenant's live sandboxes may hold together", &ds::quota_pids},
     {"--quota-disk-mib", "disk MiB a tenant's live sandboxes may hold together",
      &ds::quota_disk_mib},
+    {"--quota-log-mib-per-hour", "MiB of event-log records a tenant may cause in any hour",
+     &ds::quota_log_mib_per_hour},
     {"--max-memory-mib", "most memory MiB one sandbox may ask for", &ds::max_memory_mib},
     {"--max-cpu-millicores", "most CPU millicores one sandbox may ask for",
      &ds::max_cpu_millicores},
@@ -355,10 +357,10 @@ int main(int argc, char** argv) {
     o.quota = q;
     spdlog::info("limits: a sandbox may ask for at most {} MiB memory, {} millicores, {} pids, "
                  "{} MiB disk; a tenant's sandboxes may hold {} sandboxes, {} MiB memory, {} "
-                 "millicores, {} pids, {} MiB disk (0: no limit)",
+                 "millicores, {} pids, {} MiB disk, {} MiB of log records per hour (0: no limit)",
                  bounds.ceilings.memory_mib, bounds.ceilings.cpu_millicores, bounds.ceilings.pids,
                  bounds.ceilings.disk_mib, q.sandboxes, q.memory_mib, q.cpu_millicores, q.pids,
-                 q.disk_mib);
+                 q.disk_mib, q.log_mib_per_hour);
     if (q.disk_mib == 0 && !pools.empty())
       spdlog::warn("no tenant disk quota: every tenant's sandboxes share one layer pool, each "
                    "layer up to its disk limit, so one tenant can fill it for all; set "

@@ -212,12 +212,13 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   }
   if (const auto* t = top.table("quotas")) {
     table_reader r(*t, top.where("quotas"), failure);
-    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib"});
+    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib", "log_mib_per_hour"});
     r.read("sandboxes", s.quota_sandboxes);
     r.read("memory_mib", s.quota_memory_mib);
     r.read("cpu_millicores", s.quota_cpu_millicores);
     r.read("pids", s.quota_pids);
     r.read("disk_mib", s.quota_disk_mib);
+    r.read("log_mib_per_hour", s.quota_log_mib_per_hour);
   }
   if (const auto* t = top.table("limits")) {
     table_reader r(*t, top.where("limits"), failure);
@@ -287,6 +288,7 @@ std::string to_toml(const daemon_settings& s) {
   put("cpu_millicores", s.quota_cpu_millicores);
   put("pids", s.quota_pids);
   put("disk_mib", s.quota_disk_mib);
+  put("log_mib_per_hour", s.quota_log_mib_per_hour);
   o << "\n[limits]\n";
   put("max_memory_mib", s.max_memory_mib);
   put("max_cpu_millicores", s.max_cpu_millicores);
@@ -412,6 +414,7 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
     {"quotas.cpu_millicores", &s.quota_cpu_millicores},
     {"quotas.pids", &s.quota_pids},
     {"quotas.disk_mib", &s.quota_disk_mib},
+    {"quotas.log_mib_per_hour", &s.quota_log_mib_per_hour},
     {"limits.max_memory_mib", &s.max_memory_mib},
     {"limits.max_cpu_millicores", &s.max_cpu_millicores},
     {"limits.max_pids", &s.max_pids},
@@ -424,9 +427,16 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
       return std::nullopt;
     return static_cast<std::uint64_t>(*v);
   };
-  c.bounds = {u(s.quota_sandboxes),    u(s.quota_memory_mib), u(s.quota_cpu_millicores),
-              u(s.quota_pids),         u(s.quota_disk_mib),   u(s.max_memory_mib),
-              u(s.max_cpu_millicores), u(s.max_pids),         u(s.max_disk_mib)};
+  c.bounds.quota_sandboxes = u(s.quota_sandboxes);
+  c.bounds.quota_memory_mib = u(s.quota_memory_mib);
+  c.bounds.quota_cpu_millicores = u(s.quota_cpu_millicores);
+  c.bounds.quota_pids = u(s.quota_pids);
+  c.bounds.quota_disk_mib = u(s.quota_disk_mib);
+  c.bounds.quota_log_mib_per_hour = u(s.quota_log_mib_per_hour);
+  c.bounds.max_memory_mib = u(s.max_memory_mib);
+  c.bounds.max_cpu_millicores = u(s.max_cpu_millicores);
+  c.bounds.max_pids = u(s.max_pids);
+  c.bounds.max_disk_mib = u(s.max_disk_mib);
   r.value = std::move(c);
   return r;
 }

@@ -48,7 +48,7 @@ struct daemon_settings {
   // Every tenant's quota and each sandbox's ceilings ([quotas], [limits]); unset: the
   // node's fair share (node/resource_bounds.hpp); 0: no limit.
   std::optional<std::int64_t> quota_sandboxes, quota_memory_mib, quota_cpu_millicores, quota_pids,
-    quota_disk_mib;
+    quota_disk_mib, quota_log_mib_per_hour;
   std::optional<std::int64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
   // Where stock template tarballs are cached (node_config::template_cache); "" the default,
   // "none" keeps none.

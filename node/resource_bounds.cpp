@@ -14,6 +14,7 @@ namespace {
 
 constexpr std::uint64_t k_cpu_oversubscription = 16;
 constexpr std::uint64_t k_disk_oversubscription = 4;
+constexpr std::uint64_t k_log_mib_per_hour = 256;
 
 std::uint32_t clamp32(std::uint64_t v) {
   return static_cast<std::uint32_t>(
@@ -80,6 +81,7 @@ quota_settings default_quota(const node_capacity& c) {
   q.cpu_millicores = c.cpu_millicores * k_cpu_oversubscription / 2;
   q.pids = c.pids / 2;
   q.disk_mib = c.disk_mib * k_disk_oversubscription / 2;
+  q.log_mib_per_hour = c.memory_mib > 0 ? k_log_mib_per_hour : 0;
   return q;
 }
 
@@ -94,6 +96,7 @@ resolved_bounds resolve(const bound_settings& s, const node_capacity& c) {
   set(r.quota.cpu_millicores, s.quota_cpu_millicores);
   set(r.quota.pids, s.quota_pids);
   set(r.quota.disk_mib, s.quota_disk_mib);
+  set(r.quota.log_mib_per_hour, s.quota_log_mib_per_hour);
   set(r.ceilings.memory_mib, s.max_memory_mib);
   set(r.ceilings.cpu_millicores, s.max_cpu_millicores);
   set(r.ceilings.pids, s.max_pids);

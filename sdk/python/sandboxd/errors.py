@@ -86,9 +86,19 @@ class ResourceExhaustedError(SandboxError):
 
 class UnavailableError(SandboxError):
     """sandboxd cannot be reached, a dependency of it is down, or the outcome is unknown;
-    retrying may succeed. A lost or refused connection is this error too."""
+    retrying may succeed. A lost or refused connection is this error too.
+
+    Attributes:
+        connection_lost: the connection went while the call was in flight; the client
+            connects again for its next call.
+    """
 
     code = "unavailable"
+
+    def __init__(self, message: str, code: Optional[str] = None,
+                 connection_lost: bool = False) -> None:
+        super().__init__(message, code)
+        self.connection_lost = connection_lost
 
 
 class NotADirectoryError(SandboxError, builtins.NotADirectoryError):
@@ -171,9 +181,14 @@ def error_from_description(description: str, disconnected: bool = False) -> Sand
         text = text[len(_REMOTE_PREFIX):]
     code, sep, message = text.partition(": ")
     if disconnected:
+        if "too large" in text:
+            return UnavailableError(
+                f"request too large: sandboxd closed the connection on it ({text}); send large "
+                "content as a file (files.write streams it in pieces). The client connects "
+                "again for its next call", connection_lost=True)
         return UnavailableError(
-            f"the connection to sandboxd was lost ({text}); check that the daemon runs, then retry"
-        )
+            f"the connection to sandboxd was lost ({text}); check that the daemon runs, then "
+            "retry (the client connects again for its next call)", connection_lost=True)
     cls = _BY_CODE.get(code) if sep else None
     if cls is None:
         return UnavailableError(text)

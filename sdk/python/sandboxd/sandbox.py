@@ -66,8 +66,18 @@ class AsyncSandbox(LoopBound):
     def __init__(self, client: AsyncClient, cap: Any, sandbox_id: str) -> None:
         self._bind_loop()
         self._client = client
-        self._cap = cap
+        self._opened = cap
+        self._generation = client._generation
         self.sandbox_id = sandbox_id
+
+    @property
+    def _cap(self) -> Any:
+        """The sandbox's capability on the client's current connection (opened again,
+        pipelined, after the client reconnected)."""
+        if self._generation != self._client._generation:
+            self._opened = self._client._live_session.open(self.sandbox_id).sandbox
+            self._generation = self._client._generation
+        return self._opened
 
     @property
     def commands(self) -> AsyncCommands:
@@ -343,7 +353,7 @@ class Sandbox:
             template: the root filesystem (``"base"``).
             timeout: seconds until the sandbox ends (then ``on_timeout`` applies; None: never).
             envs: variables every command sees, kept across pauses.
-            secret_envs: the same, but only their names and a hash reach the event log.
+            secret_envs: the same, but only their names reach the event log.
             metadata: labels (key → value) to find it by (``Sandbox.list(metadata=...)``).
             runtime: ``"runsc"`` (gVisor) or ``"crun"``; default the daemon's.
             memory_mib, cpu_millicores, pids, disk_mib: limits (0: the daemon's defaults).
