@@ -8,7 +8,7 @@
 // files and environment, an unchanged rebuild after its deletion runs no step (every
 // step_finished cached), a changed context file runs its COPY and the steps after it again; a
 // failing RUN fails the template with its exit code; COPY sources out of the context and a
-// traversing context tar are refused.
+// traversing context tar are refused; a build a crash interrupted is failed at the next start.
 #define BOOST_TEST_MODULE template_import_e2e
 #include "runtime/child_process.hpp"
 #include "tests/e2e/e2e_support.hpp"
@@ -371,6 +371,37 @@ BOOST_AUTO_TEST_CASE(a_copy_out_of_the_context_and_a_traversing_context_are_refu
              r);
   BOOST_TEST(!std::filesystem::exists(d.data() + "/escape"));
   ctl_ok(d, {"template", "rm", "evil"});
+}
+
+BOOST_AUTO_TEST_CASE(a_build_a_crash_interrupted_is_failed_at_the_next_start) {
+  auto& d = shared(); // killed and started again on its data directory: the other cases' too
+  const std::string dir = d.dir().path() + "/slow";
+  write_file(dir + "/Dockerfile", "FROM base\nRUN echo started && sleep 600\n");
+  ctl_result building;
+  std::thread client([&] {
+    building = ctl(d, {"template", "build", "slow", "--dockerfile", dir + "/Dockerfile"});
+  });
+  // The step's build sandbox exists: the build is under way.
+  const std::string sandboxes = d.data() + "/runtimes/crun/sandboxes";
+  auto build_sandboxes = [&] {
+    std::vector<std::string> out;
+    for (const auto& e : std::filesystem::directory_iterator(sandboxes))
+      if (e.path().filename().string().rfind("build-", 0) == 0)
+        out.push_back(e.path().filename().string());
+    return out;
+  };
+  BOOST_TEST_REQUIRE(eventually([&] { return !build_sandboxes().empty(); }, 60s));
+  d.kill9();
+  client.join();
+  BOOST_TEST(building.exit_code != 0, building);
+  d.restart();
+  // Its outcome is recorded, never assumed; its build sandbox went as an orphan.
+  auto shown = json::parse(ctl_ok(d, {"--json", "template", "show", "slow"}));
+  BOOST_TEST(shown["status"] == "failed");
+  BOOST_TEST(shown["failure"].get<std::string>().find(
+               "stopped while template slow was being made") != std::string::npos);
+  BOOST_TEST(build_sandboxes().empty());
+  ctl_ok(d, {"template", "rm", "slow"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()
