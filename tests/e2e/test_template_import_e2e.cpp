@@ -308,6 +308,9 @@ BOOST_AUTO_TEST_CASE(a_spec_build_runs_its_steps_and_an_unchanged_rebuild_runs_n
   BOOST_TEST(changed.err.find("step output 42") != std::string::npos, changed.err);
   ctl_ok(d, {"template", "rm", "spec1"});
   ctl_ok(d, {"template", "rm", "spec2"});
+  // The read models still equal the log and the audit chain (a row per step event) holds.
+  ctl_ok(d, {"projections", "verify"});
+  BOOST_TEST(ctl_ok(d, {"audit", "verify"}).find("the audit chain holds") != std::string::npos);
 }
 
 BOOST_AUTO_TEST_CASE(a_failing_run_step_fails_the_template_with_its_exit_code) {
