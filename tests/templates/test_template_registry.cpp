@@ -326,7 +326,7 @@ BOOST_AUTO_TEST_CASE(a_copy_spec_builds_its_layers_and_a_rebuild_after_deletion_
     BOOST_TEST(!s.finished->cached);
 }
 
-BOOST_AUTO_TEST_CASE(a_spec_that_does_not_parse_records_nothing_and_a_run_without_runtime_fails,
+BOOST_AUTO_TEST_CASE(a_bad_spec_records_nothing_a_run_without_runtime_fails_and_tenancy_holds,
                      *boost::unit_test::precondition(busybox_here)) {
   world w;
   const auto before = w.events().size();
@@ -347,6 +347,22 @@ BOOST_AUTO_TEST_CASE(a_spec_that_does_not_parse_records_nothing_and_a_run_withou
   const auto es = w.events();
   BOOST_TEST(count_changes(es, "bad", "step_finished") == 1u);
   BOOST_TEST(count_changes(es, "bad", "failed") == 1u);
+  // Tenancy as for imports: another tenant's template is no FROM (exactly like a missing
+  // one), and a global template is the operator's to build.
+  BOOST_TEST_REQUIRE(w.import(globex, "theirs", "globex's\n").ok());
+  req.name = "mine";
+  req.text = "FROM theirs\nENV A=b\n";
+  r = w.registry->build_spec(acme, req, memory_source(none), {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.code() == errc::not_found);
+  BOOST_TEST(r.err().message.find("FROM theirs: template theirs does not exist") !=
+             std::string::npos);
+  req.text = "FROM base\nENV A=b\n";
+  req.scope = ev::template_scope::global;
+  r = w.registry->build_spec(acme, req, memory_source(none), {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.code() == errc::permission_denied);
+  BOOST_TEST(count_changes(w.events(), "mine", "created") == 0u);
 }
 
 BOOST_AUTO_TEST_SUITE_END()
