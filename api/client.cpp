@@ -348,6 +348,28 @@ template_info template_of(rpc::TemplateInfo::Reader t) {
   return x;
 }
 
+// Writes what `next` gives to `upload` and commits it: the template it answers.
+template_info upload_template(rpc::TemplateUpload::Client upload, const chunk_source& next,
+                              const std::string& unreadable, kj::WaitScope& ws,
+                              const std::function<void()>& drain) {
+  std::string chunk;
+  for (;;) {
+    const auto step = next(chunk);
+    if (step == source_step::failed)
+      throw_error(errc::invalid_argument, unreadable);
+    if (step == source_step::end)
+      break;
+    if (chunk.empty())
+      continue;
+    auto w = upload.writeRequest();
+    w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
+    w.send().wait(ws);
+  }
+  auto answer = upload.commitRequest().send().wait(ws);
+  drain();
+  return template_of(answer.getTemplate());
+}
+
 } // namespace
 
 // The thread's kj event loop, shared by every client of the thread (kj allows one loop per
@@ -700,24 +722,40 @@ result<template_info> client::import_template(const std::string& name, const std
     req.setDescription(whole(description));
     if (on_progress)
       req.setProgress(kj::heap<progress_sink>(on));
-    auto upload = req.send().getUpload();
-    std::string chunk;
-    for (;;) {
-      const auto step = next(chunk);
-      if (step == source_step::failed)
-        throw_error(errc::invalid_argument, "the archive for template " + name +
-                                              " could not be read; nothing was imported");
-      if (step == source_step::end)
-        break;
-      if (chunk.empty())
-        continue;
-      auto w = upload.writeRequest();
-      w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
-      w.send().wait(impl_->ws());
-    }
-    auto answer = upload.commitRequest().send().wait(impl_->ws());
-    impl_->drain();
-    return template_of(answer.getTemplate());
+    return upload_template(req.send().getUpload(), next,
+                           "the archive for template " + name +
+                             " could not be read; nothing was imported",
+                           impl_->ws(), [this] { impl_->drain(); });
+  });
+  *on = nullptr;
+  return r;
+}
+
+result<template_info> client::build_template_spec(const spec_build& request,
+                                                  const chunk_source& context,
+                                                  const progress_callback& on_progress) {
+  if (request.scope != "tenant" && request.scope != "global")
+    return make_error(errc::invalid_argument,
+                      "template scope '" + request.scope + "' is neither tenant nor global");
+  if (request.format != "toml" && request.format != "dockerfile")
+    return make_error(errc::invalid_argument,
+                      "spec format '" + request.format + "' is neither toml nor dockerfile");
+  auto on = std::make_shared<const progress_callback*>(&on_progress);
+  auto r = guarded<template_info>([&] {
+    auto req = impl_->session.templatesRequest().send().getTemplates().buildSpecRequest();
+    req.setName(whole(request.name));
+    req.setScope(request.scope == "global" ? schema::TemplateScope::GLOBAL
+                                           : schema::TemplateScope::TENANT);
+    req.setFormat(request.format == "dockerfile" ? rpc::SpecFormat::DOCKERFILE
+                                                 : rpc::SpecFormat::TOML);
+    req.setSpec(whole(request.spec));
+    req.setDescription(whole(request.description));
+    if (on_progress)
+      req.setProgress(kj::heap<progress_sink>(on));
+    return upload_template(req.send().getUpload(), context,
+                           "the build context of template " + request.name +
+                             " could not be read; nothing was built",
+                           impl_->ws(), [this] { impl_->drain(); });
   });
   *on = nullptr;
   return r;

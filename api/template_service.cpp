@@ -94,6 +94,20 @@ void fill_template(rpc::TemplateInfo::Builder out, const templates::template_sta
     users.set(i, used_by[i]);
 }
 
+events::template_scope scope_of(schema::TemplateScope s) {
+  return s == schema::TemplateScope::GLOBAL ? events::template_scope::global
+                                            : events::template_scope::tenant;
+}
+
+// An import's or a build's description: at most 256 bytes of UTF-8 (invalid_argument).
+std::string description_of(capnp::Text::Reader text, const std::string& whose) {
+  std::string d = whole_text(text);
+  if (d.size() > 256 || !is_text(d))
+    throw_error(errc::invalid_argument,
+                whose + " description is at most 256 bytes of UTF-8; shorten it");
+  return d;
+}
+
 // A stock template that this node has not built yet: what a build or first use would make.
 void fill_stock(rpc::TemplateInfo::Builder out, const templates::stock_definition& d) {
   out.setName(d.name);
@@ -369,44 +383,81 @@ public:
       auto params = context.getParams();
       templates::import_request req;
       req.name = whole_text(params.getName());
-      req.scope = params.getScope() == schema::TemplateScope::GLOBAL
-                    ? events::template_scope::global
-                    : events::template_scope::tenant;
+      req.scope = scope_of(params.getScope());
       req.format = params.getFormat() == rpc::ArchiveFormat::IMAGE
                      ? templates::archive_format::image
                      : templates::archive_format::rootfs;
-      req.description = whole_text(params.getDescription());
-      if (req.description.size() > 256 || !is_text(req.description))
-        throw_error(errc::invalid_argument,
-                    "an import's description is at most 256 bytes of UTF-8; shorten it");
+      req.description = description_of(params.getDescription(), "an import's");
       // Refused at once, before a byte is sent: a bad or taken name, a global one without
       // admin (the import checks again when it starts).
       if (auto m = templates::may_make(r->snapshot(), asker(), req.scope, req.name); !m)
         throw_error(m.err());
-      auto pipe = std::make_shared<upload_pipe>();
-      std::shared_ptr<progress_relay> relay;
-      if (params.hasProgress())
-        relay = std::make_shared<progress_relay>(params.getProgress());
-      auto sink = sink_of(relay);
-      auto done =
-        ctx_
-          ->on_pool<imported>(
-            *ctx_->template_workers,
-            [r, who = asker(), req = std::move(req), pipe, sink] {
-              auto t = r->import_archive(
-                who, req,
-                [pipe](const void** data, std::string* why) { return pipe->pull(data, why); },
-                sink);
-              pipe->reader_done();
-              return t;
-            })
-          .then([relay](std::shared_ptr<imported> t) { return t; }); // the relay lives until then
-      context.getResults().setUpload(kj::heap<template_upload>(ctx_, pipe, kj::mv(done), r));
+      context.getResults().setUpload(
+        upload_to(params, [r, who = asker(), req = std::move(req)](
+                            templates::chunk_source source, const templates::progress_sink& sink) {
+          return r->import_archive(who, req, std::move(source), sink);
+        }));
+      return kj::READY_NOW;
+    });
+  }
+
+  kj::Promise<void> buildSpec(BuildSpecContext context) override {
+    return plain_call(*ctx_, conn_, "Templates.buildSpec", [this, context]() mutable {
+      auto* r = &registry();
+      auto params = context.getParams();
+      templates::spec_request req;
+      req.name = whole_text(params.getName());
+      req.scope = scope_of(params.getScope());
+      req.format = params.getFormat() == rpc::SpecFormat::DOCKERFILE
+                     ? templates::spec_format::dockerfile
+                     : templates::spec_format::toml;
+      req.text = whole_text(params.getSpec());
+      req.description = description_of(params.getDescription(), "a build's");
+      if (req.text.size() > k_max_spec_bytes || !is_text(req.text))
+        throw_error(errc::invalid_argument,
+                    "a spec is at most 256 KiB of UTF-8 without NUL bytes; shorten it");
+      // Refused at once, before the context is sent: a spec that does not parse, a bad or
+      // taken name, a global one without admin (the build checks again when it starts).
+      if (auto p = templates::parse_spec(req.format, req.text); !p)
+        throw_error(p.err());
+      if (auto m = templates::may_make(r->snapshot(), asker(), req.scope, req.name); !m)
+        throw_error(m.err());
+      context.getResults().setUpload(
+        upload_to(params, [r, who = asker(), req = std::move(req)](
+                            templates::chunk_source source, const templates::progress_sink& sink) {
+          return r->build_spec(who, req, std::move(source), sink);
+        }));
       return kj::READY_NOW;
     });
   }
 
 private:
+  static constexpr std::size_t k_max_spec_bytes = 256u << 10;
+
+  // The upload of an import or a spec build: `work` runs on a template worker with the bytes
+  // written to the upload as its source and the caller's progress sink (from `params`), and
+  // the upload's commit answers what it made.
+  template <class Params, class Work>
+  rpc::TemplateUpload::Client upload_to(Params params, Work work) {
+    auto pipe = std::make_shared<upload_pipe>();
+    std::shared_ptr<progress_relay> relay;
+    if (params.hasProgress())
+      relay = std::make_shared<progress_relay>(params.getProgress());
+    auto sink = sink_of(relay);
+    auto done =
+      ctx_
+        ->on_pool<imported>(
+          *ctx_->template_workers,
+          [work = std::move(work), pipe, sink] {
+            auto t = work(
+              [pipe](const void** data, std::string* why) { return pipe->pull(data, why); }, sink);
+            pipe->reader_done();
+            return t;
+          })
+        .then([relay](std::shared_ptr<imported> t) { return t; }); // the relay lives until then
+    return kj::heap<template_upload>(ctx_, pipe, kj::mv(done), &registry());
+  }
+
   // The worker reaches the relay only through the loop, and holds no strong reference: the
   // relay is destroyed on the loop thread, after the answer.
   templates::progress_sink sink_of(const std::shared_ptr<progress_relay>& relay) const {

@@ -341,6 +341,21 @@ interface Templates {
   # rules"): the archive is unpacked as it arrives (an image's layers once it is whole), and
   # `commit` answers once the template is ready. A name in use, or scope global without the
   # admin scope, is refused at once. Dropping the upload without commit fails the template.
+
+  buildSpec @5 (name :Text, scope :Ev.TemplateScope, format :SpecFormat, spec :Text,
+                description :Text, progress :TemplateProgress) -> (upload :TemplateUpload);
+  # A template `name` built from `spec` (docs/templates.md "Build from a spec"): FROM a
+  # template, RUN steps in build sandboxes (network none), COPY from the build context, ENV,
+  # WORKDIR, USER. Write the build context to `upload` as a tar (nothing for none: a spec
+  # without COPY needs none), then `commit` answers once the template is ready, or the error
+  # that failed it (a step's exit status, a refused context entry). `progress` hears each step
+  # and its output. A spec that does not parse (naming its line), a name in use, or scope
+  # global without the admin scope is refused at once.
+}
+
+enum SpecFormat {
+  toml @0;         # the TOML spec
+  dockerfile @1;   # the Dockerfile subset: FROM, RUN, COPY, ENV, WORKDIR, USER
 }
 
 enum ArchiveFormat {

@@ -15,25 +15,6 @@ namespace {
 
 using runtime::unique_fd;
 
-// Runs `fill` on a staging tree and commits it; any failure discards the tree.
-template <class Fill>
-result<made_layer> make(runtime::layer_store& store, Fill fill) {
-  runtime::layer_staging s = store.begin();
-  made_layer out;
-  try {
-    auto r = fill(s, out.report);
-    if (!r) {
-      store.discard(s);
-      return r.err();
-    }
-    out.layer = store.commit(std::move(s));
-  } catch (const std::exception& e) {
-    store.discard(s);
-    return make_error(errc::internal, std::string("making a layer failed: ") + e.what());
-  }
-  return out;
-}
-
 // Sets every mtime below (and of) the directory `dir` to 0, by handle.
 void zero_times(int dir) {
   const struct timespec zero[2] = {{0, 0}, {0, 0}};
@@ -65,9 +46,28 @@ void zero_times(int dir) {
 
 } // namespace
 
+result<made_layer>
+make_layer(runtime::layer_store& store,
+           const std::function<result<void>(runtime::layer_staging&, write_report&)>& fill) {
+  runtime::layer_staging s = store.begin();
+  made_layer out;
+  try {
+    auto r = fill(s, out.report);
+    if (!r) {
+      store.discard(s);
+      return r.err();
+    }
+    out.layer = store.commit(std::move(s));
+  } catch (const std::exception& e) {
+    store.discard(s);
+    return make_error(errc::internal, std::string("making a layer failed: ") + e.what());
+  }
+  return out;
+}
+
 result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source source,
                                   const import_limits& limits, whiteouts mode) {
-  return make(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
+  return make_layer(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
     layer_writer w(s.fd.get(), limits, mode);
     auto r = extract_tar(std::move(source), w);
     report = w.report();
@@ -83,7 +83,7 @@ result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
   unique_fd lower_fd(::openat(path_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!lower_fd)
     return make_error(errc::internal, "cannot open layer " + lower);
-  return make(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
+  return make_layer(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
     layer_writer w(s.fd.get(), limits, whiteouts::literal);
     auto r = extract_tar_above(std::move(source), lower_fd.get(), w);
     report = w.report();
@@ -96,7 +96,7 @@ result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
 result<made_layer> base_layer(runtime::layer_store& store) {
   if (auto why = runtime::base_tree_unavailable())
     return make_error(errc::unavailable, *why);
-  return make(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
+  return make_layer(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
     runtime::write_base_tree(store.path() + "/" + s.name);
     zero_times(s.fd.get());
     return {};
@@ -104,7 +104,7 @@ result<made_layer> base_layer(runtime::layer_store& store) {
 }
 
 result<made_layer> sandboxd_layer(runtime::layer_store& store) {
-  return make(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
+  return make_layer(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
     const int root = s.fd.get();
     if (::mkdirat(root, "workspace", 0755) != 0 || ::mkdirat(root, "tmp", 0755) != 0 ||
         ::fchmodat(root, "tmp", 01777, 0) != 0 || ::fchmodat(root, "workspace", 0755, 0) != 0)

@@ -9,6 +9,7 @@
 #include "templates/archive_reader.hpp"
 #include "templates/layer_diff.hpp"
 
+#include <functional>
 #include <string>
 
 namespace sandboxd::templates {
@@ -17,6 +18,12 @@ struct made_layer {
   runtime::committed_layer layer;
   write_report report;
 };
+
+// A layer filled by `fill` (the staging tree's handle is staging.fd) and committed; the
+// staging tree is discarded when `fill` fails or throws (errc::internal naming the fault).
+result<made_layer>
+make_layer(runtime::layer_store& store,
+           const std::function<result<void>(runtime::layer_staging&, write_report&)>& fill);
 
 // The archive as one layer (whiteouts: literal for a root filesystem, overlay for an image
 // layer). The staging tree is discarded on any error.

@@ -402,6 +402,18 @@ result<void> layer_writer::whiteout(const std::string& path) {
   return {};
 }
 
+result<void> layer_writer::make_opaque(const std::string& path) {
+  auto split = split_entry_path(path, limits_);
+  if (!split)
+    return split.err();
+  auto it = dirs_.find(join(split.value(), split->size()));
+  if (it == dirs_.end())
+    return refused(shown_path(path), "is no directory of this layer; it cannot be made opaque");
+  it->second.opaque = true;
+  ++report_.opaque_dirs;
+  return {};
+}
+
 result<void> layer_writer::finish() {
   cached_fd_.reset();
   cached_parent_.clear();

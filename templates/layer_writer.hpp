@@ -109,6 +109,10 @@ public:
   // An overlayfs whiteout at `path` (a 0/0 character device): the layer hides what the layers
   // below it have there.
   result<void> whiteout(const std::string& path);
+  // Marks the directory `path`, added before, opaque (trusted.overlay.opaque=y, applied by
+  // finish()): the layer hides what the layers below it have in it. For trees that carry
+  // overlayfs's own marks (a build step's writable layer), whatever the whiteout mode.
+  result<void> make_opaque(const std::string& path);
   // Applies the directories' metadata. Call once, after the last add().
   result<void> finish();
   const write_report& report() const { return report_; }

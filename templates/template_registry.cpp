@@ -2,6 +2,7 @@
 
 #include "base/crc32c.hpp"
 #include "runtime/names.hpp"
+#include "templates/build_cache.hpp"
 #include "templates/image_layout.hpp"
 #include "templates/image_spool.hpp"
 #include "templates/layer_making.hpp"
@@ -745,6 +746,7 @@ std::size_t template_registry::collect_layers() {
     std::lock_guard<std::mutex> g(mu_);
     held = held_layers(catalog_);
     held.insert(pins_.begin(), pins_.end());
+    held.merge(cache_kept_layers(catalog_, options_.build.cache_bytes));
   }
   std::size_t removed = 0;
   for (const auto& l : options_.layers->list())

@@ -20,13 +20,14 @@ from .files import AsyncFiles, EntryList, Files
 from .languages import LANGUAGES, RunResult
 from .paginator import AsyncPaginator, Paginator
 from .sandbox import AsyncSandbox, Sandbox
+from .templates import AsyncTemplate, Template, TemplateInfo
 from .types import (AuditCheck, AuditProblem, AuditRow, BillLine, BillReport, CommandResult,
                     EntryInfo, Event, Identity, Limits, ProcessInfo, SandboxInfo, SandboxSummary)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "AsyncSandbox", "Client", "AsyncClient", "Commands", "AsyncCommands",
+    "Sandbox", "AsyncSandbox", "Template", "AsyncTemplate", "TemplateInfo", "Client", "AsyncClient", "Commands", "AsyncCommands",
     "CommandHandle", "AsyncCommandHandle", "Files", "AsyncFiles", "EntryList", "Paginator",
     "AsyncPaginator", "admin", "events", "languages",
     "SandboxError", "NotFoundError", "ConflictError", "InvalidArgumentError",
