@@ -741,7 +741,7 @@ result<template_info> client::build_template_spec(const spec_build& request,
     return make_error(errc::invalid_argument,
                       "spec format '" + request.format + "' is neither toml nor dockerfile");
   auto on = std::make_shared<const progress_callback*>(&on_progress);
-  auto r = guarded<template_info>([&] {
+  auto r = impl_->call<template_info>([&] {
     auto req = impl_->session.templatesRequest().send().getTemplates().buildSpecRequest();
     req.setName(whole(request.name));
     req.setScope(request.scope == "global" ? schema::TemplateScope::GLOBAL
@@ -752,6 +752,7 @@ result<template_info> client::build_template_spec(const spec_build& request,
     req.setDescription(whole(request.description));
     if (on_progress)
       req.setProgress(kj::heap<progress_sink>(on));
+    impl_->check_request_size(req);
     return upload_template(req.send().getUpload(), context,
                            "the build context of template " + request.name +
                              " could not be read; nothing was built",
