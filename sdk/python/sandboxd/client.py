@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .admin import Admin, AsyncAdmin
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
+UPLOADS_PER_CONNECTION = 8
 
 _defaults: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dict[Tuple[Any, ...], asyncio.Task[AsyncClient]]]" = (
     weakref.WeakKeyDictionary()
@@ -59,6 +60,9 @@ class AsyncClient(LoopBound):
         # Counts the connections made: a sandbox or admin handle opened on an earlier one
         # opens itself again on the current one (AsyncSandbox._cap).
         self._generation = 0
+        # Uploads (file writes) open at once on this connection: below the daemon's
+        # max_uploads_per_connection (16), so concurrent writes queue here.
+        self._upload_places = asyncio.Semaphore(UPLOADS_PER_CONNECTION)
 
     @classmethod
     async def connect(
