@@ -222,7 +222,7 @@ interface Sandbox {
 struct ExecRequest {
   argv @0 :List(Text);             # argv[0] is looked up in PATH when it has no '/'
   env @1 :List(EnvVar);            # added to the sandbox's environment for this exec
-  cwd @2 :Text;                    # "" = "/"
+  cwd @2 :Text;                    # "" = the template's working directory, else "/"
   stdin @3 :Data;                  # written to the process's stdin, then end of file
   streamStdin @4 :Bool;            # start only: stdin follows through Exec.writeStdin
   timeoutNs @5 :Int64;             # 0: runs until it ends or the sandbox stops

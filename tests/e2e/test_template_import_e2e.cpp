@@ -281,6 +281,10 @@ BOOST_AUTO_TEST_CASE(a_spec_build_runs_its_steps_and_an_unchanged_rebuild_runs_n
   BOOST_TEST(sh(d, id, "busybox stat -c '%u:%g %a' /srv/app/hello.txt /srv/app/built.txt") ==
              "0:0 644\n0:0 644\n");
   BOOST_TEST(sh(d, id, "echo \"$GREETING|$APP_HOME\"") == "hello spec|/srv/app\n");
+  // An exec that names no working directory starts in the template's WORKDIR (and its
+  // exec_started says so); one that names a directory starts there.
+  BOOST_TEST(sh(d, id, "pwd") == "/srv/app\n");
+  BOOST_TEST(ctl_ok(d, {"exec", id, "--cwd", "/data", "--", "pwd"}) == "/data\n");
   ctl_ok(d, {"delete", id});
 
   // Deleted and built again unchanged: every step from the cache, nothing ran (no output),

@@ -333,7 +333,7 @@ class Commands:
             background: return a :class:`CommandHandle` at once instead of waiting.
             envs: variables added to the sandbox's environment for this command.
             secret_envs: the same, but their values never reach the event log (nor any hash of them).
-            cwd: the working directory (default ``/``).
+            cwd: the working directory (default: the template's, else ``/``).
             timeout: seconds the command may run; then the daemon kills it and the result
                 has ``timed_out`` (None: no limit).
             on_stdout, on_stderr: called with each chunk of output (str) as it arrives,
