@@ -212,12 +212,15 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   }
   if (const auto* t = top.table("quotas")) {
     table_reader r(*t, top.where("quotas"), failure);
-    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib"});
+    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib", "templates",
+             "template_mib"});
     r.read("sandboxes", s.quota_sandboxes);
     r.read("memory_mib", s.quota_memory_mib);
     r.read("cpu_millicores", s.quota_cpu_millicores);
     r.read("pids", s.quota_pids);
     r.read("disk_mib", s.quota_disk_mib);
+    r.read("templates", s.quota_templates);
+    r.read("template_mib", s.quota_template_mib);
   }
   if (const auto* t = top.table("limits")) {
     table_reader r(*t, top.where("limits"), failure);
@@ -287,6 +290,8 @@ std::string to_toml(const daemon_settings& s) {
   put("cpu_millicores", s.quota_cpu_millicores);
   put("pids", s.quota_pids);
   put("disk_mib", s.quota_disk_mib);
+  put("templates", s.quota_templates);
+  put("template_mib", s.quota_template_mib);
   o << "\n[limits]\n";
   put("max_memory_mib", s.max_memory_mib);
   put("max_cpu_millicores", s.max_cpu_millicores);
@@ -412,6 +417,8 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
     {"quotas.cpu_millicores", &s.quota_cpu_millicores},
     {"quotas.pids", &s.quota_pids},
     {"quotas.disk_mib", &s.quota_disk_mib},
+    {"quotas.templates", &s.quota_templates},
+    {"quotas.template_mib", &s.quota_template_mib},
     {"limits.max_memory_mib", &s.max_memory_mib},
     {"limits.max_cpu_millicores", &s.max_cpu_millicores},
     {"limits.max_pids", &s.max_pids},
@@ -424,9 +431,10 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
       return std::nullopt;
     return static_cast<std::uint64_t>(*v);
   };
-  c.bounds = {u(s.quota_sandboxes),    u(s.quota_memory_mib), u(s.quota_cpu_millicores),
-              u(s.quota_pids),         u(s.quota_disk_mib),   u(s.max_memory_mib),
-              u(s.max_cpu_millicores), u(s.max_pids),         u(s.max_disk_mib)};
+  c.bounds = {u(s.quota_sandboxes),    u(s.quota_memory_mib),  u(s.quota_cpu_millicores),
+              u(s.quota_pids),         u(s.quota_disk_mib),    u(s.max_memory_mib),
+              u(s.max_cpu_millicores), u(s.max_pids),          u(s.max_disk_mib),
+              u(s.quota_templates),    u(s.quota_template_mib)};
   r.value = std::move(c);
   return r;
 }

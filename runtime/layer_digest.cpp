@@ -171,6 +171,7 @@ struct walker {
         fail(errno, "read the link " + path);
       target.resize(static_cast<size_t>(n));
       what = target;
+      out.link_bytes += static_cast<std::uint64_t>(st.st_size);
     } else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
       what = std::to_string(major(st.st_rdev)) + "," + std::to_string(minor(st.st_rdev));
     } else {

@@ -31,6 +31,7 @@ struct layer_summary {
   std::string sha256;           // 64 lowercase hex digits
   std::uint64_t entries = 0;    // the manifest's lines, the root included
   std::uint64_t file_bytes = 0; // the sizes of its regular files
+  std::uint64_t link_bytes = 0; // the sizes (target lengths) of its symlinks
 };
 
 // The digest of the tree whose root directory is open as `dir`. Throws std::system_error

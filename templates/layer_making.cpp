@@ -17,7 +17,7 @@ using runtime::unique_fd;
 
 // Runs `fill` on a staging tree and commits it; any failure discards the tree.
 template <class Fill>
-result<made_layer> make(runtime::layer_store& store, Fill fill) {
+result<made_layer> make(runtime::layer_store& store, const commit_guard& guard, Fill fill) {
   runtime::layer_staging s = store.begin();
   made_layer out;
   try {
@@ -26,7 +26,8 @@ result<made_layer> make(runtime::layer_store& store, Fill fill) {
       store.discard(s);
       return r.err();
     }
-    out.layer = store.commit(std::move(s));
+    auto commit = [&] { return store.commit(std::move(s)); };
+    out.layer = guard ? guard(commit) : commit();
   } catch (const std::exception& e) {
     store.discard(s);
     return make_error(errc::internal, std::string("making a layer failed: ") + e.what());
@@ -66,8 +67,9 @@ void zero_times(int dir) {
 } // namespace
 
 result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source source,
-                                  const import_limits& limits, whiteouts mode) {
-  return make(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
+                                  const import_limits& limits, whiteouts mode,
+                                  const commit_guard& guard) {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
     layer_writer w(s.fd.get(), limits, mode);
     auto r = extract_tar(std::move(source), w);
     report = w.report();
@@ -76,14 +78,15 @@ result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source sour
 }
 
 result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
-                               const std::string& lower, const import_limits& limits) {
+                               const std::string& lower, const import_limits& limits,
+                               const commit_guard& guard) {
   unique_fd path_fd = store.open(lower);
   if (!path_fd)
     return make_error(errc::not_found, "layer " + lower + " is not in the layer store");
   unique_fd lower_fd(::openat(path_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!lower_fd)
     return make_error(errc::internal, "cannot open layer " + lower);
-  return make(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
     layer_writer w(s.fd.get(), limits, whiteouts::literal);
     auto r = extract_tar_above(std::move(source), lower_fd.get(), w);
     report = w.report();
@@ -93,18 +96,18 @@ result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
   });
 }
 
-result<made_layer> base_layer(runtime::layer_store& store) {
+result<made_layer> base_layer(runtime::layer_store& store, const commit_guard& guard) {
   if (auto why = runtime::base_tree_unavailable())
     return make_error(errc::unavailable, *why);
-  return make(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report&) -> result<void> {
     runtime::write_base_tree(store.path() + "/" + s.name);
     zero_times(s.fd.get());
     return {};
   });
 }
 
-result<made_layer> sandboxd_layer(runtime::layer_store& store) {
-  return make(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
+result<made_layer> sandboxd_layer(runtime::layer_store& store, const commit_guard& guard) {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report&) -> result<void> {
     const int root = s.fd.get();
     if (::mkdirat(root, "workspace", 0755) != 0 || ::mkdirat(root, "tmp", 0755) != 0 ||
         ::fchmodat(root, "tmp", 01777, 0) != 0 || ::fchmodat(root, "workspace", 0755, 0) != 0)

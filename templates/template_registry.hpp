@@ -27,6 +27,7 @@
 #include "templates/archive_reader.hpp"
 #include "templates/stock_templates.hpp"
 #include "templates/template_catalog.hpp"
+#include "templates/template_quota.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -46,6 +47,7 @@ struct registry_options {
   std::string dir;                              // the registry's own files
   stock_options stock;                          // where stock tarballs are cached
   import_limits limits;
+  template_quota quota; // per tenant, on its own templates (set_quota changes it)
   std::function<events::time_point()> clock; // empty: the system clock
 };
 
@@ -119,6 +121,14 @@ public:
   result<template_state> import_archive(const asker& who, const import_request& request,
                                         chunk_source source, const progress_sink& progress);
 
+  // Whether `who` may start template `name` in `scope` now: template_catalog's may_make, and
+  // for a tenant's own template its quota (template_quota.hpp). What an import's call checks
+  // before a byte is sent; the import checks again before it logs anything.
+  result<void> may_make(const asker& who, events::template_scope scope,
+                        const std::string& name) const;
+  // The per-tenant quota on its own templates, for the templates made from now on.
+  void set_quota(const template_quota& q);
+
   catalog snapshot() const;
   runtime::layer_store& layers() { return *options_.layers; }
   // Deletes the layers no live template holds (and no build in progress made). Returns how
@@ -146,6 +156,10 @@ private:
   // A layer committed by a build and not yet announced is pinned against collection.
   void pin(const std::string& sha256);
   void unpin(const std::string& sha256);
+  // A layer's commit under the collection lock, pinned (and added to `pinned`) before the lock
+  // goes: layer_making's commit_guard. Only the commit takes the lock, never the filling.
+  runtime::committed_layer commit_pinned(const std::function<runtime::committed_layer()>& commit,
+                                         std::vector<std::string>& pinned);
 
   registry_options options_;
   std::int32_t partition_ = 0;
@@ -165,6 +179,7 @@ private:
   std::mutex write_mu_; // one append at a time: dense sequence numbers
   std::mutex gc_mu_;    // a layer's commit and pin against a collection
   std::mutex stock_mu_; // one stock build at a time (python waits for debian)
+  std::mutex make_mu_;  // a quota check and the event it allows, together
 };
 
 // tpl_<16 hex digits>, random.
