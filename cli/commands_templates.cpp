@@ -227,7 +227,7 @@ void add_template_commands(command_table& t) {
   auto* build =
     t.add(*group, "build",
           "Build a stock template (base, debian, python, node) now, showing its progress on stderr "
-          "(admin); without it the first create that names one builds it",
+          "(any tenant: what its first create would build; admin: at once after a failure too)",
           "  sandboxctl template build python\n  sandboxctl template build node --verbose",
           [b](context& cx) {
             return with_client(cx, [&](api::client& client) {

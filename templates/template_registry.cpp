@@ -494,11 +494,20 @@ result<template_state> template_registry::build_stock(const asker& who, const st
   if (!d)
     return make_error(errc::not_found, "there is no stock template " + name +
                                          "; the stock templates are base, debian, python, node");
-  if (!who.admin)
-    return make_error(errc::permission_denied,
-                      "stock templates are global: building one ahead of time needs a token "
-                      "with scope admin (any create --template " +
-                        name + " builds it on first use)");
+  if (!who.admin) {
+    // What the tenant's first create of `name` would do, ahead of it (so that the create's
+    // caller can show the build): the stock template built now if it is not yet (a failure
+    // less than a minute old is answered as it is), or the template the name stands for.
+    template_state t;
+    {
+      auto held = acquire(who, name, progress);
+      if (!held)
+        return held.err();
+      std::lock_guard<std::mutex> g(mu_);
+      t = catalog_.by_id.at(held.value()->ref().id);
+    }
+    return t;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     if (const auto* t = find(catalog_, {who.tenant, who.principal, true}, name);

@@ -114,7 +114,9 @@ public:
   // other template holds.
   result<template_state> remove(const asker& who, const std::string& name);
 
-  // Builds (or rebuilds, once deleted) a stock template now.
+  // Builds (or rebuilds, once deleted) a stock template now. Without admin, what the first
+  // create of `name` would do (acquire()): the stock build if it is not built, the waiting
+  // minute after a failure holds; an admin's build tries again at once.
   result<template_state> build_stock(const asker& who, const std::string& name,
                                      const progress_sink& progress);
   // Imports an archive streamed from `source` as template request.name.

@@ -169,6 +169,24 @@ BOOST_AUTO_TEST_CASE(a_tenant_reaches_only_its_own_and_the_global_templates) {
              std::string::npos);
 }
 
+// A tenant (no admin scope) whose create is the first use of a stock template on the node:
+// sandboxctl builds it first and shows the build on stderr, stdout holding the id alone; the
+// next create is silent.
+BOOST_AUTO_TEST_CASE(a_tenant_s_first_create_from_a_stock_template_shows_its_build) {
+  world w;
+  auto first = w.as(k_token_acme, {"create", "--runtime", "crun", "--template", "base"});
+  BOOST_TEST_REQUIRE(first.exit_code == 0, first);
+  BOOST_TEST(first.err.find("building template base on this node first") != std::string::npos,
+             first);
+  BOOST_TEST(first.err.find("base:  50% making template base from /bin/busybox") !=
+               std::string::npos,
+             first);
+  BOOST_TEST(first.out.find('\n') == first.out.size() - 1, first);
+  auto next = w.as(k_token_acme, {"create", "--runtime", "crun", "--template", "base"});
+  BOOST_TEST(next.exit_code == 0, next);
+  BOOST_TEST(next.err.empty(), next);
+}
+
 // A tenant's template quota, on the count of its own templates and on their bytes: an import
 // past it answers resource_exhausted naming the quota, and when the tenant is at the quota
 // already the refusal comes before anything is logged (no template event, nothing listed).
