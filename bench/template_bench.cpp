@@ -44,11 +44,13 @@
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
+#include <linux/magic.h>
 #include <map>
 #include <memory>
 #include <sstream>
 #include <string>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <thread>
@@ -264,6 +266,19 @@ std::uint64_t tree_blocks(const std::string& dir) {
   return total;
 }
 
+// A runtime's layer pool (a btrfs of its own): mounted at <its directory>/layers, or at its
+// /run/sandboxd entry's when the data directory's parents are private (runtime/data_entry.hpp):
+// then <its directory>/layers is only the empty directory below the mount.
+std::string pool_of(const std::string& runtime_dir) {
+  for (const auto& p :
+       {runtime::entry_path(runtime_dir, "/run/sandboxd") + "/layers", runtime_dir + "/layers"}) {
+    struct statfs f {};
+    if (::statfs(p.c_str(), &f) == 0 && f.f_type == BTRFS_SUPER_MAGIC)
+      return p;
+  }
+  die("no btrfs layer pool for " + runtime_dir);
+}
+
 void sync_fs(const std::string& path) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd >= 0) {
@@ -429,7 +444,7 @@ int main(int argc, char** argv) {
   // 4. What a fresh python sandbox adds to the disk, on each runtime.
   std::map<std::string, std::pair<double, double>> disk; // runtime -> (pool, host) KiB each
   for (const auto& rt : runtimes) {
-    const std::string dir = d.data() + "/runtimes/" + rt, pool = dir + "/layers";
+    const std::string dir = d.data() + "/runtimes/" + rt, pool = pool_of(dir);
     // btrfs frees a deleted layer's space in the background (the create rounds deleted many):
     // wait for that first, or the pool's used space moves by what it frees meanwhile.
     auto measure = [&] {

@@ -161,7 +161,7 @@ void layer_store::discard(layer_staging& s) noexcept {
 committed_layer layer_store::commit(layer_staging s) {
   committed_layer out;
   try {
-    out.summary = digest_layer(s.fd.get());
+    out.summary = digest_layer(s.fd.get(), 1024, &s.known);
     s.fd.reset();
     // Its files are on disk before the name says the layer is whole (one sync of the whole
     // filesystem: a sync of the staging tree's own directory before it would be a second one).

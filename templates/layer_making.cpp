@@ -70,7 +70,7 @@ result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source sour
                                   const import_limits& limits, whiteouts mode,
                                   const commit_guard& guard) {
   return make(store, guard, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
-    layer_writer w(s.fd.get(), limits, mode);
+    layer_writer w(s.fd.get(), limits, mode, &s.known);
     auto r = extract_tar(std::move(source), w);
     report = w.report();
     return r;
@@ -87,7 +87,7 @@ result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
   if (!lower_fd)
     return make_error(errc::internal, "cannot open layer " + lower);
   return make(store, guard, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
-    layer_writer w(s.fd.get(), limits, whiteouts::literal);
+    layer_writer w(s.fd.get(), limits, whiteouts::literal, &s.known);
     auto r = extract_tar_above(std::move(source), lower_fd.get(), w);
     report = w.report();
     if (!r)
