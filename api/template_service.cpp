@@ -4,6 +4,7 @@
 // template workers, since a stock build takes minutes and a deletion collects layers.
 #include "api/convert.hpp"
 #include "api/service_context.hpp"
+#include "api/upload_pipe.hpp"
 #include "templates/stock_templates.hpp"
 #include "templates/template_registry.hpp"
 
@@ -13,10 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
 
 namespace sandboxd::api {
 namespace {
@@ -169,89 +167,6 @@ private:
   kj::TaskSet tasks_;
 };
 
-// The bytes of an import, from the loop (TemplateUpload.write) to the template worker that
-// unpacks them (a templates::chunk_source). At most k_high bytes wait; a write past that
-// waits for the worker to take them, which is the stream's flow control towards the client.
-class upload_pipe {
-public:
-  static constexpr std::size_t k_high = 16u << 20;
-
-  // Loop thread. True when the bytes were taken and there is room for more; false when the
-  // caller must wait until `room` is called (from any thread, once).
-  bool push(std::string data, std::function<void(bool)> room) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (reader_gone_)
-      return true; // the import ended already: its answer says why
-    queued_ += data.size();
-    chunks_.push_back(std::move(data));
-    cv_.notify_one();
-    if (queued_ < k_high)
-      return true;
-    room_ = std::move(room);
-    return false;
-  }
-  void close() {
-    std::lock_guard<std::mutex> g(mu_);
-    closed_ = true;
-    cv_.notify_one();
-  }
-  void fail(std::string why) {
-    std::lock_guard<std::mutex> g(mu_);
-    failed_ = std::move(why);
-    cv_.notify_one();
-  }
-  // Template worker: the next bytes, 0 at the end, -1 when the upload failed.
-  long pull(const void** data, std::string* why) {
-    std::function<void(bool)> wake;
-    long n = 0;
-    {
-      std::unique_lock<std::mutex> g(mu_);
-      cv_.wait(g, [&] { return !chunks_.empty() || closed_ || !failed_.empty(); });
-      if (!failed_.empty()) {
-        *why = failed_;
-        return -1;
-      }
-      if (chunks_.empty())
-        return 0;
-      current_ = std::move(chunks_.front());
-      chunks_.pop_front();
-      queued_ -= current_.size();
-      if (room_ && queued_ < k_high / 2)
-        wake = std::move(room_);
-      room_ = nullptr;
-      *data = current_.data();
-      n = static_cast<long>(current_.size());
-    }
-    if (wake)
-      wake(true);
-    return n;
-  }
-  // Template worker: the import is over; later writes are dropped, a waiting one goes on.
-  void reader_done() {
-    std::function<void(bool)> wake;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      reader_gone_ = true;
-      chunks_.clear();
-      queued_ = 0;
-      wake = std::move(room_);
-      room_ = nullptr;
-    }
-    if (wake)
-      wake(true);
-  }
-
-private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> chunks_;
-  std::string current_;
-  std::size_t queued_ = 0;
-  bool closed_ = false, reader_gone_ = false;
-  std::string failed_;
-  std::function<void(bool)> room_;
-};
-
 using imported = result<templates::template_state>;
 
 class template_upload final : public rpc::TemplateUpload::Server {
@@ -269,11 +184,15 @@ public:
     if (committed_)
       throw_error(errc::conflict, "the archive was committed already; start another import");
     auto data = context.getParams().getData();
-    auto [room, wake] = ctx_->bridge->expect<bool>();
-    if (pipe_->push(std::string(reinterpret_cast<const char*>(data.begin()), data.size()),
-                    std::move(wake)))
-      return kj::READY_NOW;
-    return room.ignoreResult();
+    kj::Maybe<kj::Promise<bool>> room;
+    pipe_->push(std::string(reinterpret_cast<const char*>(data.begin()), data.size()), [&] {
+      auto [promise, wake] = ctx_->bridge->expect<bool>();
+      room = kj::mv(promise);
+      return wake;
+    });
+    KJ_IF_MAYBE (r, room)
+      return r->ignoreResult();
+    return kj::READY_NOW;
   }
 
   kj::Promise<void> commit(CommitContext context) override {
@@ -389,8 +308,8 @@ public:
                      : templates::archive_format::rootfs;
       req.description = description_of(params.getDescription(), "an import's");
       // Refused at once, before a byte is sent: a bad or taken name, a global one without
-      // admin (the import checks again when it starts).
-      if (auto m = templates::may_make(r->snapshot(), asker(), req.scope, req.name); !m)
+      // admin, a tenant at its template quota (the import checks again when it starts).
+      if (auto m = r->may_make(asker(), req.scope, req.name); !m)
         throw_error(m.err());
       context.getResults().setUpload(
         upload_to(params, [r, who = asker(), req = std::move(req)](
@@ -420,7 +339,7 @@ public:
       // taken name, a global one without admin (the build checks again when it starts).
       if (auto p = templates::parse_spec(req.format, req.text); !p)
         throw_error(p.err());
-      if (auto m = templates::may_make(r->snapshot(), asker(), req.scope, req.name); !m)
+      if (auto m = r->may_make(asker(), req.scope, req.name); !m) // the quota too
         throw_error(m.err());
       context.getResults().setUpload(
         upload_to(params, [r, who = asker(), req = std::move(req)](

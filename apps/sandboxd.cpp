@@ -12,6 +12,7 @@
 #include "node/logging.hpp"
 #include "node/node.hpp"
 #include "node/version.hpp"
+#include "templates/template_registry.hpp"
 
 #include <CLI/CLI.hpp>
 #include <prometheus/exposer.h>
@@ -190,6 +191,10 @@ int main(int argc, char** argv) {
      &ds::quota_disk_mib},
     {"--quota-log-mib-per-hour", "MiB of event-log records a tenant may cause in any hour",
      &ds::quota_log_mib_per_hour},
+    {"--quota-templates", "templates of its own a tenant may hold (building or ready)",
+     &ds::quota_templates},
+    {"--quota-template-mib", "MiB a tenant's own templates' layers may take in the store",
+     &ds::quota_template_mib},
     {"--max-memory-mib", "most memory MiB one sandbox may ask for", &ds::max_memory_mib},
     {"--max-cpu-millicores", "most CPU millicores one sandbox may ask for",
      &ds::max_cpu_millicores},
@@ -349,8 +354,10 @@ int main(int argc, char** argv) {
         pools.push_back(node.runtime_dir(k) + "/layers");
     // A node of hollow sandboxes only (control-plane benchmarks) holds nothing of the host's:
     // no default bounds there, only those set.
-    const auto capacity =
-      pools.empty() ? sandboxd::node::node_capacity{} : sandboxd::node::read_capacity(pools);
+    const auto capacity = pools.empty()
+                            ? sandboxd::node::node_capacity{}
+                            : sandboxd::node::read_capacity(
+                                pools, node.templates() ? node.templates()->layers().path() : "");
     const auto bounds = sandboxd::node::resolve(config.bounds, capacity);
     o.defaults.ceilings = bounds.ceilings;
     const auto& q = bounds.quota;
@@ -361,6 +368,11 @@ int main(int argc, char** argv) {
                  bounds.ceilings.memory_mib, bounds.ceilings.cpu_millicores, bounds.ceilings.pids,
                  bounds.ceilings.disk_mib, q.sandboxes, q.memory_mib, q.cpu_millicores, q.pids,
                  q.disk_mib, q.log_mib_per_hour);
+    if (auto* t = node.templates()) {
+      t->set_quota({q.templates, q.template_mib << 20});
+      spdlog::info("limits: a tenant's own templates may number {} and take {} MiB (0: no limit)",
+                   q.templates, q.template_mib);
+    }
     if (q.disk_mib == 0 && !pools.empty())
       spdlog::warn("no tenant disk quota: every tenant's sandboxes share one layer pool, each "
                    "layer up to its disk limit, so one tenant can fill it for all; set "

@@ -255,8 +255,8 @@ void add_template_commands(command_table& t) {
     *group, "build",
     "Build a template: from a spec (--spec FILE, TOML) or a Dockerfile subset (--dockerfile "
     "FILE) with the files of --context DIR, showing each step and its output on stderr; or a "
-    "stock template (base, debian, python, node) now (admin), which the first create that "
-    "names one builds otherwise",
+    "stock template (base, debian, python, node) now, which the first create that names one "
+    "builds otherwise (any tenant; admin: at once after a failure too)",
     "  sandboxctl template build my-app --dockerfile Dockerfile --context .\n"
     "  sandboxctl template build my-app --spec template.toml --context app/\n"
     "  sandboxctl template build python\n  sandboxctl template build node --verbose",

@@ -212,13 +212,16 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   }
   if (const auto* t = top.table("quotas")) {
     table_reader r(*t, top.where("quotas"), failure);
-    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib", "log_mib_per_hour"});
+    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib", "log_mib_per_hour",
+             "templates", "template_mib"});
     r.read("sandboxes", s.quota_sandboxes);
     r.read("memory_mib", s.quota_memory_mib);
     r.read("cpu_millicores", s.quota_cpu_millicores);
     r.read("pids", s.quota_pids);
     r.read("disk_mib", s.quota_disk_mib);
     r.read("log_mib_per_hour", s.quota_log_mib_per_hour);
+    r.read("templates", s.quota_templates);
+    r.read("template_mib", s.quota_template_mib);
   }
   if (const auto* t = top.table("limits")) {
     table_reader r(*t, top.where("limits"), failure);
@@ -289,6 +292,8 @@ std::string to_toml(const daemon_settings& s) {
   put("pids", s.quota_pids);
   put("disk_mib", s.quota_disk_mib);
   put("log_mib_per_hour", s.quota_log_mib_per_hour);
+  put("templates", s.quota_templates);
+  put("template_mib", s.quota_template_mib);
   o << "\n[limits]\n";
   put("max_memory_mib", s.max_memory_mib);
   put("max_cpu_millicores", s.max_cpu_millicores);
@@ -415,6 +420,8 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
     {"quotas.pids", &s.quota_pids},
     {"quotas.disk_mib", &s.quota_disk_mib},
     {"quotas.log_mib_per_hour", &s.quota_log_mib_per_hour},
+    {"quotas.templates", &s.quota_templates},
+    {"quotas.template_mib", &s.quota_template_mib},
     {"limits.max_memory_mib", &s.max_memory_mib},
     {"limits.max_cpu_millicores", &s.max_cpu_millicores},
     {"limits.max_pids", &s.max_pids},
@@ -437,6 +444,8 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   c.bounds.max_cpu_millicores = u(s.max_cpu_millicores);
   c.bounds.max_pids = u(s.max_pids);
   c.bounds.max_disk_mib = u(s.max_disk_mib);
+  c.bounds.quota_templates = u(s.quota_templates);
+  c.bounds.quota_template_mib = u(s.quota_template_mib);
   r.value = std::move(c);
   return r;
 }

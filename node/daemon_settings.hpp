@@ -50,6 +50,7 @@ struct daemon_settings {
   std::optional<std::int64_t> quota_sandboxes, quota_memory_mib, quota_cpu_millicores, quota_pids,
     quota_disk_mib, quota_log_mib_per_hour;
   std::optional<std::int64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
+  std::optional<std::int64_t> quota_templates, quota_template_mib; // a tenant's own templates
   // Where stock template tarballs are cached (node_config::template_cache); "" the default,
   // "none" keeps none.
   std::string template_cache;

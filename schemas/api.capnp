@@ -326,7 +326,8 @@ interface Templates {
 
   build @2 (name :Text, progress :TemplateProgress) -> (template :TemplateInfo);
   # Builds stock template `name` (base, debian, python, node) now, or answers it when it
-  # is ready already (global: the admin scope). The answer comes once it is ready or has
+  # is ready already. Without the admin scope: what the caller's first create of `name` would
+  # build (a failure less than a minute old is answered). The answer comes once it is ready or has
   # failed (status "failed", `failure` says why); `progress` (may be null) hears the phases
   # and the build tool's output meanwhile.
 

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "base/result.hpp"
+#include "runtime/layer_digest.hpp"
 #include "runtime/unique_fd.hpp"
 
 #include <cstdint>
@@ -98,8 +99,10 @@ using data_reader = std::function<long(char* buf, std::size_t n)>;
 
 class layer_writer {
 public:
-  // `root`: the empty layer directory (an O_RDONLY handle; not owned).
-  layer_writer(int root, import_limits limits, whiteouts mode);
+  // `root`: the empty layer directory (an O_RDONLY handle; not owned). `hashes` (may be null)
+  // gets the SHA-256 of every regular file as it is written, by inode (layer_digest.hpp).
+  layer_writer(int root, import_limits limits, whiteouts mode,
+               runtime::content_hashes* hashes = nullptr);
   ~layer_writer();
   layer_writer(const layer_writer&) = delete;
   layer_writer& operator=(const layer_writer&) = delete;
@@ -140,6 +143,7 @@ private:
   std::string cached_parent_;            // the parent the last entry was written into
   runtime::unique_fd cached_fd_;
   std::vector<char> buf_;
+  runtime::content_hashes* hashes_;
 };
 
 } // namespace sandboxd::templates

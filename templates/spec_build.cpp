@@ -418,7 +418,7 @@ result<template_state> template_registry::build_spec(const asker& who, const spe
   auto spec = parse_spec(request.format, request.text);
   if (!spec)
     return spec.err();
-  if (auto m = may_make(snapshot(), who, request.scope, request.name); !m)
+  if (auto m = may_make(who, request.scope, request.name); !m) // the name and the quota
     return m.err();
   auto hold = acquire(who, spec->from, progress);
   if (!hold)

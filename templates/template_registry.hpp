@@ -28,6 +28,7 @@
 #include "templates/build_spec.hpp"
 #include "templates/stock_templates.hpp"
 #include "templates/template_catalog.hpp"
+#include "templates/template_quota.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -66,6 +67,7 @@ struct registry_options {
   std::string dir;                              // the registry's own files
   stock_options stock;                          // where stock tarballs are cached
   import_limits limits;
+  template_quota quota; // per tenant, on its own templates (set_quota changes it)
   std::function<events::time_point()> clock; // empty: the system clock
   build_options build;
 };
@@ -141,7 +143,9 @@ public:
   // other template holds.
   result<template_state> remove(const asker& who, const std::string& name);
 
-  // Builds (or rebuilds, once deleted) a stock template now.
+  // Builds (or rebuilds, once deleted) a stock template now. Without admin, what the first
+  // create of `name` would do (acquire()): the stock build if it is not built, the waiting
+  // minute after a failure holds; an admin's build tries again at once.
   result<template_state> build_stock(const asker& who, const std::string& name,
                                      const progress_sink& progress);
   // Imports an archive streamed from `source` as template request.name.
@@ -156,6 +160,13 @@ public:
   // a step that fails is the template's `failed`.
   result<template_state> build_spec(const asker& who, const spec_request& request,
                                     chunk_source context, const progress_sink& progress);
+  // Whether `who` may start template `name` in `scope` now: template_catalog's may_make, and
+  // for a tenant's own template its quota (template_quota.hpp). What an import's call checks
+  // before a byte is sent; the import checks again before it logs anything.
+  result<void> may_make(const asker& who, events::template_scope scope,
+                        const std::string& name) const;
+  // The per-tenant quota on its own templates, for the templates made from now on.
+  void set_quota(const template_quota& q);
 
   catalog snapshot() const;
   runtime::layer_store& layers() { return *options_.layers; }
@@ -185,6 +196,10 @@ private:
   // A layer committed by a build and not yet announced is pinned against collection.
   void pin(const std::string& sha256);
   void unpin(const std::string& sha256);
+  // A layer's commit under the collection lock, pinned (and added to `pinned`) before the lock
+  // goes: layer_making's commit_guard. Only the commit takes the lock, never the filling.
+  runtime::committed_layer commit_pinned(const std::function<runtime::committed_layer()>& commit,
+                                         std::vector<std::string>& pinned);
 
   registry_options options_;
   std::int32_t partition_ = 0;
@@ -204,6 +219,7 @@ private:
   std::mutex write_mu_; // one append at a time: dense sequence numbers
   std::mutex gc_mu_;    // a layer's commit and pin against a collection
   std::mutex stock_mu_; // one stock build at a time (python waits for debian)
+  std::mutex make_mu_;  // a quota check and the event it allows, together
 };
 
 // tpl_<16 hex digits>, random.

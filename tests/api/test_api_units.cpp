@@ -1,6 +1,6 @@
 // The pure parts of the RPC layer: the error code's names and its mapping to and from Cap'n
 // Proto exceptions, addresses, the token table, the tenant ledger's quota arithmetic and the
-// languages `run` takes.
+// languages `run` takes and the template upload's flow control.
 #define BOOST_TEST_MODULE api_units
 #include <boost/test/unit_test.hpp>
 
@@ -10,6 +10,7 @@
 #include "api/rpc_error.hpp"
 #include "api/tenant_ledger.hpp"
 #include "api/token_authenticator.hpp"
+#include "api/upload_pipe.hpp"
 
 #include <kj/debug.h>
 
@@ -239,6 +240,67 @@ BOOST_AUTO_TEST_CASE(the_ledger_charges_each_record_to_its_event_s_tenant) {
   BOOST_TEST(ledger.log_bytes_last_hour("acme", std::chrono::system_clock::now()) == 1200u << 10);
   BOOST_TEST(!ledger.admit_log("acme", q, std::chrono::system_clock::now()).ok());
   BOOST_TEST(ledger.admit_log("globex", q, std::chrono::system_clock::now()).ok());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The template upload's pipe: every write that waits for room is let go exactly once, when the
+// worker has drained the queue below the low mark (a dropped waker stalled a 200 MiB import at
+// 16 MiB for ever), and a quiet upload ends the worker's wait.
+BOOST_AUTO_TEST_SUITE(upload_pipe_flow)
+
+BOOST_AUTO_TEST_CASE(a_write_that_waits_goes_on_once_the_queue_is_below_the_low_mark) {
+  api::upload_pipe pipe;
+  int asked = 0, woken = 0;
+  auto wait = [&] {
+    ++asked;
+    return api::upload_pipe::waker([&](bool) { ++woken; });
+  };
+  const std::string mib(1u << 20, 'x');
+  int pushed = 0;
+  while (pipe.push(mib, wait))
+    ++pushed;
+  ++pushed;
+  BOOST_TEST(pushed == 16); // the 16th MiB reaches the high mark
+  BOOST_TEST(asked == 1);
+  const void* data = nullptr;
+  std::string why;
+  std::size_t left = 16u << 20;
+  while (left >= api::upload_pipe::k_low + mib.size()) {
+    BOOST_TEST_REQUIRE(pipe.pull(&data, &why) == static_cast<long>(mib.size()));
+    left -= mib.size();
+    BOOST_TEST_REQUIRE(woken == 0, "woken with " << left << " bytes queued");
+  }
+  BOOST_TEST_REQUIRE(pipe.pull(&data, &why) == static_cast<long>(mib.size()));
+  BOOST_TEST(woken == 1); // below the low mark now
+  pipe.close();
+  for (int i = 0; i < 7; ++i)
+    BOOST_TEST_REQUIRE(pipe.pull(&data, &why) == static_cast<long>(mib.size()));
+  BOOST_TEST(pipe.pull(&data, &why) == 0);
+  BOOST_TEST(woken == 1);
+}
+
+BOOST_AUTO_TEST_CASE(the_end_of_the_import_lets_a_waiting_write_go_on) {
+  api::upload_pipe pipe;
+  int woken = 0;
+  auto wait = [&] { return api::upload_pipe::waker([&](bool) { ++woken; }); };
+  while (pipe.push(std::string(4u << 20, 'x'), wait)) {
+  }
+  pipe.reader_done();
+  BOOST_TEST(woken == 1);
+  BOOST_TEST(pipe.push("more", wait)); // dropped: the import's answer says why
+}
+
+BOOST_AUTO_TEST_CASE(an_upload_that_sends_nothing_for_its_idle_time_fails_the_pull) {
+  api::upload_pipe pipe(std::chrono::milliseconds(50));
+  const void* data = nullptr;
+  std::string why;
+  BOOST_TEST(pipe.pull(&data, &why) == -1);
+  BOOST_TEST(why == "no bytes of the archive arrived for 50 ms; the import was stopped");
+  api::upload_pipe dropped;
+  dropped.fail("the upload was dropped before its commit");
+  BOOST_TEST(dropped.pull(&data, &why) == -1);
+  BOOST_TEST(why == "the upload was dropped before its commit");
 }
 
 BOOST_AUTO_TEST_SUITE_END()
