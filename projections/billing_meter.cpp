@@ -58,7 +58,7 @@ void meter_template(std::optional<meter_state>& state, const events::event& e,
     meter_state s;
     s.sandbox_id = te.template_id;
     s.tenant = e.tenant;
-    s.storage_bytes = static_cast<std::int64_t>(r->total_bytes);
+    s.storage_bytes = static_cast<std::int64_t>(r->billable_bytes());
     s.storage = open_interval{e.sequence, at};
     state = std::move(s);
   } else if (std::holds_alternative<events::template_deleted>(te.change)) {

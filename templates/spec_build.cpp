@@ -13,6 +13,7 @@
 #include "templates/build_cache.hpp"
 #include "templates/step_layers.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 namespace sandboxd::templates {
@@ -476,8 +477,15 @@ result<template_state> template_registry::build_spec(const asker& who, const spe
   ready.working_directory = b.workdir;
   ready.user = b.user;
   ready.command = b.command;
-  for (const auto& l : b.layers)
+  ready.own_bytes = 0;
+  for (const auto& l : b.layers) {
     ready.total_bytes += l.bytes;
+    // FROM's layers are its (or, for a global FROM, nobody's) to pay for.
+    const auto& below = from->ready->layers;
+    if (std::none_of(below.begin(), below.end(),
+                     [&](const events::template_layer& f) { return f.sha256 == l.sha256; }))
+      *ready.own_bytes += l.bytes;
+  }
   ready.digest =
     template_digest(ready.layers, ready.env, ready.working_directory, ready.user, ready.command);
   if (auto e = b.emit({ready}); !e)

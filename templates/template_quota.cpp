@@ -13,7 +13,7 @@ std::string mib(std::uint64_t bytes) {
 
 std::uint64_t template_bytes(const template_state& t) {
   if (t.ready)
-    return t.ready->total_bytes;
+    return t.ready->billable_bytes();
   std::uint64_t sum = 0;
   for (const auto& l : t.layers_added)
     sum += l.bytes;

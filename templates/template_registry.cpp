@@ -693,6 +693,7 @@ result<template_state> template_registry::run_stock_build(const asker& who,
   ready.command = d.command;
   for (const auto& l : layers)
     ready.total_bytes += l.bytes;
+  ready.own_bytes = ready.total_bytes; // built on no template
   ready.digest =
     template_digest(ready.layers, ready.env, ready.working_directory, ready.user, ready.command);
   if (auto e = emit(t, who.tenant, who.principal, {ready}); !e) {
@@ -902,6 +903,7 @@ result<template_state> template_registry::import_archive(const asker& who,
   }
   for (const auto& l : layers)
     ready.total_bytes += l.bytes;
+  ready.own_bytes = ready.total_bytes; // built on no template
   ready.digest =
     template_digest(ready.layers, ready.env, ready.working_directory, ready.user, ready.command);
   result<void> e;

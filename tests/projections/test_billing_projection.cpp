@@ -317,4 +317,30 @@ BOOST_FIXTURE_TEST_CASE(a_tenant_template_bills_its_layers_from_ready_to_deleted
   BOOST_TEST(report("operator", t0_ms, t0_ms + 721 * hour_ms).lines.empty());
 }
 
+// docs/billing.md, "Templates": a template built FROM another bills only the layers it adds.
+// The tenant's spec build on the global 5 GiB `py` adds 1 GiB (its `ready` holds 6 GiB of
+// layers, own bytes 1 GiB) and keeps it 720 hours: 720 GiB·h × 20,000 µ$ / 730 h = 19,726.03,
+// 19,726 µ$ — not the 118,356 µ$ of all six.
+BOOST_FIXTURE_TEST_CASE(a_template_built_on_another_bills_only_the_layers_it_adds, fixture) {
+  using namespace events;
+  const std::string own = "tpl_00000000000000cc";
+  sandbox_events t(std::string(template_stream_key), "tpl-builder", t0_ns);
+  template_created c;
+  c.source = template_source::spec;
+  c.parent_id = "tpl_00000000000000bb";
+  template_ready r;
+  r.layers = {{{}, 5 * gib}, {{}, 1 * gib}, {{}, 0}};
+  r.total_bytes = 6 * gib;
+  r.own_bytes = 1 * gib;
+  t.after(17min).add(template_event{own, "app", template_scope::tenant, c});
+  t.after(3min).add(template_event{own, "app", template_scope::tenant, r});
+  t.after(720h).add(template_event{own, "app", template_scope::tenant, template_deleted{"user"}});
+  project(t.events());
+  auto b = report("tpl-builder", t0_ms, t0_ms + 721 * hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 1u);
+  BOOST_TEST(usage_to_string(b.lines[0].storage_byte_ms) ==
+             usage_to_string(usage_t{1} * gib * (720 * hour_ms)));
+  BOOST_TEST(b.lines[0].storage_micro_usd == 19'726);
+}
+
 BOOST_AUTO_TEST_SUITE_END()
