@@ -18,7 +18,8 @@
 //              exec guard; a layer in the btrfs pool (subvolume and qgroup limit) against
 //              two plain directories, and its usage() against a walk of the layer
 //
-//   runtime_bench [--json] [--iterations N] [--concurrent N] [--drivers crun,runsc]
+//   runtime_bench [--json] [--iterations N] [--concurrent N] [--drivers crun,runsc] [--exec-only]
+// --exec-only measures only the exec figures (and their floor).
 // With --json the last line is one JSON object with every figure.
 #include "runtime/child_process.hpp"
 #include "runtime/exec_guard.hpp"
@@ -148,7 +149,44 @@ double driver_cycle(oci_driver& d, const std::string& id) {
   return cycle;
 }
 
-void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::json& out) {
+// exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host.
+void bench_exec(oci_driver& d, const std::string& name, int iterations, nlohmann::json& out) {
+  std::vector<double> execs, host_execs;
+  {
+    create_request req;
+    req.id = "exec";
+    must(d.create(req), "create exec");
+    must(d.start("exec"), "start exec");
+    exec_request e;
+    e.argv = {"true"};
+    process_options host;
+    host.argv = {"/bin/true"};
+    for (int i = 0; i < 10; ++i) // warm
+      must(d.exec("exec", e), "exec true");
+    for (int i = 0; i < std::max(50, iterations * 5); ++i) {
+      auto t0 = clock_type::now();
+      auto r = d.exec("exec", e);
+      execs.push_back(ms_since(t0));
+      must(r, "exec true");
+      must(r->exit_code == 0, "exec true exit code " + std::to_string(r->exit_code));
+      t0 = clock_type::now();
+      auto h = run_process(host);
+      host_execs.push_back(ms_since(t0));
+      must(h.exit_code == 0, "/bin/true on the host");
+    }
+    must(d.remove("exec"), "remove exec");
+  }
+  out[name + "_exec_p50_ms"] = round2(percentile(execs, 0.5));
+  out[name + "_exec_p99_ms"] = round2(percentile(execs, 0.99));
+  out["host_exec_p50_ms"] = round2(percentile(host_execs, 0.5));
+  std::printf("%s exec `true` through the driver: p50 %.2f ms p99 %.2f ms; floor host_exec_p50_ms "
+              "%.2f ms (fork+exec of /bin/true on the host, same run)\n",
+              name.c_str(), percentile(execs, 0.5), percentile(execs, 0.99),
+              percentile(host_execs, 0.5));
+}
+
+void bench_runtime(oci_runtime kind, int iterations, int concurrent, bool exec_only,
+                   nlohmann::json& out) {
   std::string name = kind == oci_runtime::crun ? "crun" : "runsc";
   if (auto why = oci_unavailable(kind)) {
     std::cout << name << ": skipped: " << *why << "\n";
@@ -173,6 +211,10 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
           d.remove(s.id);
     }
   } cleanup{d};
+  if (exec_only) {
+    bench_exec(d, name, iterations, out);
+    return;
+  }
   template_store templates(data);
   auto base = templates.rootfs("base");
   must(base, "template base");
@@ -265,39 +307,7 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
     must(d.remove("pause"), "remove pause");
   }
 
-  // exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host.
-  std::vector<double> execs, host_execs;
-  {
-    create_request req;
-    req.id = "exec";
-    must(d.create(req), "create exec");
-    must(d.start("exec"), "start exec");
-    exec_request e;
-    e.argv = {"true"};
-    process_options host;
-    host.argv = {"/bin/true"};
-    for (int i = 0; i < 10; ++i) // warm
-      must(d.exec("exec", e), "exec true");
-    for (int i = 0; i < std::max(50, iterations * 5); ++i) {
-      auto t0 = clock_type::now();
-      auto r = d.exec("exec", e);
-      execs.push_back(ms_since(t0));
-      must(r, "exec true");
-      must(r->exit_code == 0, "exec true exit code " + std::to_string(r->exit_code));
-      t0 = clock_type::now();
-      auto h = run_process(host);
-      host_execs.push_back(ms_since(t0));
-      must(h.exit_code == 0, "/bin/true on the host");
-    }
-    must(d.remove("exec"), "remove exec");
-  }
-  out[name + "_exec_p50_ms"] = round2(percentile(execs, 0.5));
-  out[name + "_exec_p99_ms"] = round2(percentile(execs, 0.99));
-  out["host_exec_p50_ms"] = round2(percentile(host_execs, 0.5));
-  std::printf("%s exec `true` through the driver: p50 %.2f ms p99 %.2f ms; floor host_exec_p50_ms "
-              "%.2f ms (fork+exec of /bin/true on the host, same run)\n",
-              name.c_str(), percentile(execs, 0.5), percentile(execs, 0.99),
-              percentile(host_execs, 0.5));
+  bench_exec(d, name, iterations, out);
 
   // Idle sandboxes running at once: all started, then each proven alive by an exec.
   int running = 0;
@@ -440,6 +450,7 @@ int main(int argc, char** argv) {
   bool json = false;
   int iterations = 40, concurrent = 50;
   std::string drivers = "crun,runsc";
+  bool exec_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json")
@@ -450,20 +461,23 @@ int main(int argc, char** argv) {
       concurrent = std::stoi(argv[++i]);
     else if (a == "--drivers" && i + 1 < argc)
       drivers = argv[++i];
+    else if (a == "--exec-only")
+      exec_only = true;
     else {
       std::cerr << "usage: runtime_bench [--json] [--iterations N] [--concurrent N] "
-                   "[--drivers crun,runsc]\n";
+                   "[--drivers crun,runsc] [--exec-only]\n";
       return 2;
     }
   }
   nlohmann::json out = nlohmann::json::object();
   out["iterations"] = iterations;
   try {
-    bench_layers(std::max(10, iterations / 2), out);
+    if (!exec_only)
+      bench_layers(std::max(10, iterations / 2), out);
     for (auto kind : {oci_runtime::crun, oci_runtime::runsc}) {
       std::string n = kind == oci_runtime::crun ? "crun" : "runsc";
       if (drivers.find(n) != std::string::npos)
-        bench_runtime(kind, iterations, concurrent, out);
+        bench_runtime(kind, iterations, concurrent, exec_only, out);
     }
   } catch (const std::exception& e) {
     std::cerr << "runtime_bench: " << e.what() << "\n";
