@@ -11,7 +11,9 @@
 //   concurrent_running how many idle sandboxes ran at once (all checked with an exec)
 //   exec       `true` through the driver on one running sandbox (<runtime>_exec_p50_ms,
 //              through its agent), interleaved with its floor host_exec_p50_ms: fork and
-//              exec of /bin/true on the host through the same process runner
+//              exec of /bin/true on the host through the same process runner, and with
+//              <runtime>_spawn_floor_p50_ms: vfork, exec and wait of `true` by a program
+//              inside the sandbox (spawn_probe.c), what the sandbox's kernel alone costs
 //   hardening  what each layer of the boundary costs (docs/performance.md): the raw
 //              runtime's create and exec on bundles without and with the user namespace
 //              (an idmapped template) and the seccomp filter; exec with and without the
@@ -42,6 +44,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -149,16 +152,24 @@ double driver_cycle(oci_driver& d, const std::string& id) {
   return cycle;
 }
 
-// exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host.
+// exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host and,
+// every tenth exec, ten spawns of `true` inside the sandbox by spawn_probe (vfork, execvp,
+// waitpid): what the sandbox's kernel alone costs an exec there.
 void bench_exec(oci_driver& d, const std::string& name, int iterations, nlohmann::json& out) {
-  std::vector<double> execs, host_execs;
+  std::vector<double> execs, host_execs, inside;
   {
     create_request req;
     req.id = "exec";
     must(d.create(req), "create exec");
     must(d.start("exec"), "start exec");
+    std::ifstream probe_file(SPAWN_PROBE_BIN, std::ios::binary);
+    std::stringstream probe;
+    probe << probe_file.rdbuf();
+    must(d.write_file("exec", "/tmp/spawn_probe", probe.str(), 0755), "copy spawn_probe");
     exec_request e;
     e.argv = {"true"};
+    exec_request floor;
+    floor.argv = {"/tmp/spawn_probe", "10", "true"};
     process_options host;
     host.argv = {"/bin/true"};
     for (int i = 0; i < 10; ++i) // warm
@@ -173,16 +184,26 @@ void bench_exec(oci_driver& d, const std::string& name, int iterations, nlohmann
       auto h = run_process(host);
       host_execs.push_back(ms_since(t0));
       must(h.exit_code == 0, "/bin/true on the host");
+      if (i % 10 == 0) {
+        auto f = d.exec("exec", floor);
+        must(f, "spawn_probe");
+        must(f->exit_code == 0, "spawn_probe: " + f->stderr_data);
+        std::istringstream lines(f->stdout_data);
+        for (double ms; lines >> ms;)
+          inside.push_back(ms);
+      }
     }
     must(d.remove("exec"), "remove exec");
   }
   out[name + "_exec_p50_ms"] = round2(percentile(execs, 0.5));
   out[name + "_exec_p99_ms"] = round2(percentile(execs, 0.99));
   out["host_exec_p50_ms"] = round2(percentile(host_execs, 0.5));
+  out[name + "_spawn_floor_p50_ms"] = round2(percentile(inside, 0.5));
   std::printf("%s exec `true` through the driver: p50 %.2f ms p99 %.2f ms; floor host_exec_p50_ms "
-              "%.2f ms (fork+exec of /bin/true on the host, same run)\n",
+              "%.2f ms (fork+exec of /bin/true on the host, same run); %s_spawn_floor_p50_ms "
+              "%.2f ms (vfork+exec+wait of `true` inside the sandbox, same run)\n",
               name.c_str(), percentile(execs, 0.5), percentile(execs, 0.99),
-              percentile(host_execs, 0.5));
+              percentile(host_execs, 0.5), name.c_str(), percentile(inside, 0.5));
 }
 
 void bench_runtime(oci_runtime kind, int iterations, int concurrent, bool exec_only,
