@@ -48,7 +48,8 @@ struct exec {
   uint64_t credit;
   uint64_t max_output; /* 0: none */
   uint64_t seen[2];
-  uint64_t drained[2]; /* read since the end */
+  uint64_t drained[2];     /* read since the end */
+  int64_t rest_until[2];   /* monotonic us: the pipe is not polled before */
   int truncated;
   char* in_buf; /* SBA_STDIN_WINDOW bytes */
   size_t in_len;
@@ -89,6 +90,12 @@ static uint32_t last_stream_of_frame = 0;
 static int64_t last_born_us = 0;
 #define HOLD_BYTES (128u << 10)
 #define HOLD_US 1000
+/* A pipe whose read brought less than REST_BELOW is not read again for REST_US: a program
+ * that writes fast in small writes fills the pipe meanwhile instead of waking the agent for
+ * each write (busybox's head: one wake-up and one read per 8 KiB). Within the hold above, so
+ * it delays no output more than the hold does. */
+#define REST_BELOW (64u << 10)
+#define REST_US 200
 
 static unsigned char scratch[64 << 10];
 
@@ -560,6 +567,8 @@ static ssize_t read_output(struct exec* e, int k) {
     close_fd(&e->fd_out[k]);
     return -1;
   }
+  if (n > 0 && (size_t)n < REST_BELOW)
+    e->rest_until[k] = now_us() + REST_US;
   return n < 0 ? 0 : n;
 }
 
@@ -859,6 +868,8 @@ int agent_main(const char* path) {
       what[n++] = P_SOCK;
     }
     int64_t wake = sock < 0 && !replaced ? reconnect_at : INT64_MAX;
+    const int64_t now = now_us();
+    int64_t wake_us = holding ? last_born_us + HOLD_US : INT64_MAX;
     for (int i = 0; i < MAX_EXECS; ++i) {
       struct exec* e = &execs[i];
       if (!e->used)
@@ -872,6 +883,11 @@ int agent_main(const char* path) {
          * reports it. */
         int room = (e->max_output != 0 && e->seen[k] >= e->max_output) || e->credit > 0;
         if (e->fd_out[k] >= 0 && e->started && room && out_len - out_sent <= OUT_HIGH) {
+          if (e->rest_until[k] > now) {
+            if (e->rest_until[k] < wake_us)
+              wake_us = e->rest_until[k];
+            continue;
+          }
           pfd[n] = (struct pollfd){e->fd_out[k], POLLIN, 0};
           what[n] = k == 0 ? P_OUT : P_ERR, whom[n++] = i;
         }
@@ -881,14 +897,19 @@ int agent_main(const char* path) {
         what[n] = P_IN, whom[n++] = i;
       }
     }
-    int timeout = -1;
     if (wake != INT64_MAX) {
-      int64_t t = wake - now_ms();
-      timeout = t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
+      const int64_t t = (wake - now_ms()) * 1000;
+      if (now + (t < 1000000 ? t : 1000000) < wake_us)
+        wake_us = now + (t < 0 ? 0 : t < 1000000 ? t : 1000000);
     }
-    if (holding && timeout != 0)
-      timeout = 1; /* the held frame goes within HOLD_US, rounded up to poll's 1 ms */
-    if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+    struct timespec left, *timeout = NULL;
+    if (wake_us != INT64_MAX) {
+      const int64_t us = wake_us > now ? wake_us - now : 0;
+      left.tv_sec = us / 1000000;
+      left.tv_nsec = (us % 1000000) * 1000;
+      timeout = &left;
+    }
+    if (ppoll(pfd, (nfds_t)n, timeout, NULL) < 0 && errno != EINTR)
       return 1;
     for (int j = 0; j < n; ++j) {
       if (pfd[j].revents == 0)
