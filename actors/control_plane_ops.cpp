@@ -233,6 +233,26 @@ void control_plane::read_file(std::string sandbox_id, caller who, std::string pa
   send(op_request(std::move(sandbox_id), who, cmd::read_file{path, std::nullopt}, std::move(op)));
 }
 
+void control_plane::read_file_with_digest(std::string sandbox_id, caller who, std::string path,
+                                          op_done<file_content> done) {
+  auto op = read_operation<cmd::read_file, file_content>(
+    path, events::file_read_kind::read,
+    [](runtime::driver& d, const std::string& id,
+       const std::string& p) -> runtime::outcome<file_content> {
+      auto r = d.read_file(id, p);
+      if (!r)
+        return r.err();
+      return file_content{std::move(r).value(), {}};
+    },
+    [](file_content& content, events::file_read& served) {
+      content.sha256 = sha256_of(content.bytes);
+      served.bytes = content.bytes.size();
+      served.sha256 = content.sha256;
+    },
+    std::move(done));
+  send(op_request(std::move(sandbox_id), who, cmd::read_file{path, std::nullopt}, std::move(op)));
+}
+
 void control_plane::list_dir(std::string sandbox_id, caller who, std::string path,
                              op_done<runtime::dir_listing> done) {
   auto op = read_operation<cmd::list_dir, runtime::dir_listing>(
