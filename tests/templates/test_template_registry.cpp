@@ -364,42 +364,44 @@ BOOST_AUTO_TEST_CASE(a_bad_spec_records_nothing_a_run_without_runtime_fails_and_
   BOOST_TEST_REQUIRE(!r.ok());
   BOOST_TEST(r.code() == errc::permission_denied);
   BOOST_TEST(count_changes(w.events(), "mine", "created") == 0u);
-  // An import's layer is named by its tree as stored: the digest the commit computed from the
-  // contents the writer hashed as it wrote them equals the digest of the stored tree read back
-  // (files of several buffers, an empty one, a hard link, a path the archive wrote twice, a
-  // symlink), and so do the bytes it recorded.
-  BOOST_AUTO_TEST_CASE(an_imported_layer_is_named_as_its_tree_read_back) {
-    world w;
-    const std::string tree = w.dir / "tree-mixed";
-    fs::create_directories(tree + "/usr/lib");
-    std::string big(300'000, '\0');
-    for (std::size_t i = 0; i < big.size(); ++i)
-      big[i] = static_cast<char>(i * 131 % 251);
-    std::ofstream(tree + "/usr/lib/big", std::ios::binary) << big;
-    std::ofstream(tree + "/usr/lib/empty");
-    std::ofstream(tree + "/usr/lib/twice") << "first";
-    test::check_shell("cd " + test::shell_quote(tree) +
-                      " && ln usr/lib/big usr/lib/big.link && ln -s big usr/lib/big.sym");
-    const std::string tar = w.dir / "mixed.tar";
-    test::check_shell("tar -C " + test::shell_quote(tree) + " -cf " + test::shell_quote(tar) +
-                      " . && echo second > " + test::shell_quote(tree + "/usr/lib/twice") +
-                      " && tar -C " + test::shell_quote(tree) + " -rf " + test::shell_quote(tar) +
-                      " ./usr/lib/twice");
-    int fd = ::open(tar.c_str(), O_RDONLY | O_CLOEXEC);
-    runtime::unique_fd hold(fd);
-    import_request req;
-    req.name = "mixed";
-    auto t = w.registry->import_archive(acme, req, fd_source(fd), {});
-    BOOST_TEST_REQUIRE(t.ok(), (t.ok() ? "" : t.err().message));
-    const auto& layer = t->ready->layers.front();
-    const std::string hex = to_hex(layer.sha256);
-    auto stored = w.layers->open(hex);
-    BOOST_TEST_REQUIRE(bool(stored));
-    runtime::unique_fd dir(::openat(stored.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    const auto read_back = runtime::digest_layer(dir.get());
-    BOOST_TEST(read_back.sha256 == hex);
-    BOOST_TEST(layer.bytes == w.layers->bytes(hex));
-    BOOST_TEST(layer.bytes == 2 * big.size() + std::string("second\n").size() + 3); // + "big"
-  }
+}
 
-  BOOST_AUTO_TEST_SUITE_END()
+// An import's layer is named by its tree as stored: the digest the commit computed from the
+// contents the writer hashed as it wrote them equals the digest of the stored tree read back
+// (files of several buffers, an empty one, a hard link, a path the archive wrote twice, a
+// symlink), and so do the bytes it recorded.
+BOOST_AUTO_TEST_CASE(an_imported_layer_is_named_as_its_tree_read_back) {
+  world w;
+  const std::string tree = w.dir / "tree-mixed";
+  fs::create_directories(tree + "/usr/lib");
+  std::string big(300'000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>(i * 131 % 251);
+  std::ofstream(tree + "/usr/lib/big", std::ios::binary) << big;
+  std::ofstream(tree + "/usr/lib/empty");
+  std::ofstream(tree + "/usr/lib/twice") << "first";
+  test::check_shell("cd " + test::shell_quote(tree) +
+                    " && ln usr/lib/big usr/lib/big.link && ln -s big usr/lib/big.sym");
+  const std::string tar = w.dir / "mixed.tar";
+  test::check_shell("tar -C " + test::shell_quote(tree) + " -cf " + test::shell_quote(tar) +
+                    " . && echo second > " + test::shell_quote(tree + "/usr/lib/twice") +
+                    " && tar -C " + test::shell_quote(tree) + " -rf " + test::shell_quote(tar) +
+                    " ./usr/lib/twice");
+  int fd = ::open(tar.c_str(), O_RDONLY | O_CLOEXEC);
+  runtime::unique_fd hold(fd);
+  import_request req;
+  req.name = "mixed";
+  auto t = w.registry->import_archive(acme, req, fd_source(fd), {});
+  BOOST_TEST_REQUIRE(t.ok(), (t.ok() ? "" : t.err().message));
+  const auto& layer = t->ready->layers.front();
+  const std::string hex = to_hex(layer.sha256);
+  auto stored = w.layers->open(hex);
+  BOOST_TEST_REQUIRE(bool(stored));
+  runtime::unique_fd dir(::openat(stored.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const auto read_back = runtime::digest_layer(dir.get());
+  BOOST_TEST(read_back.sha256 == hex);
+  BOOST_TEST(layer.bytes == w.layers->bytes(hex));
+  BOOST_TEST(layer.bytes == 2 * big.size() + std::string("second\n").size() + 3); // + "big"
+}
+
+BOOST_AUTO_TEST_SUITE_END()
