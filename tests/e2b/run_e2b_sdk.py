@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""test_e2b_sdk (ctest, label runtime): E2B's own Python SDK, installed from PyPI at the pinned
+version below into BUILD_DIR/e2b-venv, runs e2b_session.py unchanged against a fresh sandboxd
+started with --e2b-addr, configured only by what scripts/e2b-env prints. Then sandboxd's own
+records must hold the session: its events in the log (sandboxctl events), its line of the bill
+and its audit rows in the read models (one row per event), and `sandboxctl audit verify`
+passes.
+
+    run_e2b_sdk.py SOURCE_DIR BUILD_DIR SANDBOXD SANDBOXCTL
+
+Exit 77 (skipped, with the reason) when sandboxd cannot run here (not root, no runtime) or the
+SDK cannot be installed (PyPI unreachable)."""
+
+import importlib.util
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+
+E2B_VERSION = "2.63.0"  # `e2b` on PyPI; what the session is checked against
+
+src, build, sandboxd_bin, sandboxctl_bin = sys.argv[1:5]
+
+
+def skip(why):
+    print(f"sandboxd-test: skipped test_e2b_sdk: {why}")
+    print("sandboxd-test: all 1 test cases skipped")
+    sys.exit(77)
+
+
+def local_daemon_class():
+    # sdk/python/sandboxd/testing.py is plain Python (no capnp): loaded by its path, so this
+    # runner needs nothing but the interpreter.
+    path = os.path.join(src, "sdk", "python", "sandboxd", "testing.py")
+    spec = importlib.util.spec_from_file_location("sandboxd_testing", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.LocalDaemon, module.DaemonError
+
+
+def e2b_venv():
+    """BUILD_DIR/e2b-venv with e2b==E2B_VERSION (made once; later runs reuse it)."""
+    venv = os.path.join(build, "e2b-venv")
+    python = os.path.join(venv, "bin", "python")
+    if not os.path.exists(python):
+        r = subprocess.run([sys.executable, "-m", "venv", venv], capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"python3 -m venv failed: {r.stderr.strip()[-300:]}")
+    have = subprocess.run([python, "-c", "import e2b.api.metadata as m; print(m.package_version)"],
+                          capture_output=True, text=True).stdout.strip()
+    if have != E2B_VERSION:
+        r = subprocess.run([python, "-m", "pip", "install", "--quiet",
+                            "--disable-pip-version-check", f"e2b=={E2B_VERSION}"],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"pip could not install e2b=={E2B_VERSION} (is PyPI reachable?): "
+                 f"{r.stderr.strip()[-300:]}")
+    return python
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def ctl(daemon, *args, check=True):
+    r = subprocess.run([sandboxctl_bin, "--addr", daemon.address, "--token", daemon.dev_token,
+                        *args], capture_output=True, text=True, timeout=600)
+    if check and r.returncode != 0:
+        raise AssertionError(f"sandboxctl {' '.join(args)} exited {r.returncode}: "
+                             f"{r.stdout[-2000:]}{r.stderr[-2000:]}")
+    return r
+
+
+def e2b_environment(data_dir):
+    """What `eval "$(scripts/e2b-env DATA_DIR)"` sets, over a clean environment."""
+    r = subprocess.run([os.path.join(src, "scripts", "e2b-env"), data_dir],
+                       capture_output=True, text=True, env={"PATH": os.environ["PATH"]})
+    if r.returncode != 0:
+        raise AssertionError(f"scripts/e2b-env failed: {r.stderr}")
+    out = subprocess.run(["bash", "-c", r.stdout + "\nenv -0"], capture_output=True,
+                         env={"PATH": os.environ["PATH"], "HOME": os.environ.get("HOME", "/")})
+    env = dict(kv.split("=", 1) for kv in out.stdout.decode().split("\0") if "=" in kv)
+    for name in ("E2B_API_URL", "E2B_SANDBOX_URL", "E2B_API_KEY"):
+        if not env.get(name):
+            raise AssertionError(f"scripts/e2b-env set no {name}: {r.stdout}")
+    return env
+
+
+def until(what, check, limit=60):
+    """check() until it returns a true value (the read models follow the log)."""
+    end = time.monotonic() + limit
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > end:
+            raise AssertionError(f"{what}: not within {limit} s")
+        time.sleep(0.25)
+
+
+def main():
+    if os.geteuid() != 0:
+        skip("sandboxd needs root (namespaces, mounts, cgroups)")
+    python = e2b_venv()
+    LocalDaemon, DaemonError = local_daemon_class()
+    port = free_port()
+    daemon = LocalDaemon(sandboxd_bin, runtimes=("runsc", "crun"),
+                         args=["--e2b-addr", str(port)], prefix="sandboxd-test-e2b-")
+    try:
+        daemon.start()
+    except DaemonError as e:
+        daemon.stop()
+        skip(f"sandboxd did not start: {e}")
+    started = time.monotonic()
+    try:
+        # The stock template the session names; built from the cache when a run made it before.
+        ctl(daemon, "template", "build", "python")
+        env = e2b_environment(daemon.data_dir)
+        if env["E2B_API_URL"] != f"http://127.0.0.1:{port}":
+            raise AssertionError(f"E2B_API_URL is {env['E2B_API_URL']}")
+        run_id = f"run-{os.getpid()}"
+        t = time.monotonic()
+        session = subprocess.run([python, os.path.join(src, "tests", "e2b", "e2b_session.py"),
+                                  run_id], capture_output=True, text=True, env=env, timeout=900)
+        session_s = time.monotonic() - t
+        print(session.stdout + session.stderr)
+        if session.returncode != 0:
+            raise AssertionError(f"the E2B session failed (exit {session.returncode})")
+        report = json.loads(session.stdout.strip().splitlines()[-1])
+        sandbox = report["sandbox_id"]
+
+        # Its events, from the log itself.
+        events = [json.loads(line) for line in
+                  ctl(daemon, "--json", "events", sandbox).stdout.splitlines() if line]
+        kinds = [e["kind"] for e in events]
+        for kind in ("created", "started", "exec_started", "exec_finished", "file_op_finished",
+                     "file_read", "exec_kill_requested", "timeout_changed",
+                     "paused", "resumed", "deleted"):
+            if kind not in kinds:
+                raise AssertionError(f"no {kind} event in the session's history: {kinds}")
+        principals = {e["principal"] for e in events}
+        ids = {e["event_id"] for e in events}
+
+        # One audit row per event, once the projector has them.
+        def audited():
+            page = json.loads(ctl(daemon, "--json", "audit", "--sandbox", sandbox,
+                                  "--limit", "1000").stdout)
+            rows = page["rows"]
+            return rows if ids <= {r["event_id"] for r in rows} else None
+        rows = until("the audit rows of every event", audited)
+        if {r["principal"] for r in rows} - principals:
+            raise AssertionError("audit rows name principals the events do not")
+
+        # The bill's line for the sandbox, from its events.
+        def billed():
+            bill = json.loads(ctl(daemon, "--json", "bill", "--from", "-2h", "--to",
+                                  "+1h").stdout)
+            line = [b for b in bill["lines"] if b["sandbox_id"] == sandbox]
+            return line[0] if line and line[0]["compute_gib_seconds"] > 0 else None
+        line = until("a bill line for the sandbox", billed)
+        if not set(line["events"]) <= ids:
+            raise AssertionError("the bill line names events the sandbox does not have")
+
+        verify = ctl(daemon, "audit", "verify", check=False)
+        if verify.returncode != 0:
+            raise AssertionError(f"audit verify failed: {verify.stdout}{verify.stderr}")
+
+        print(f"e2b {E2B_VERSION}: the session took {session_s:.1f} s "
+              f"({', '.join(f'{k} {v:.2f}s' for k, v in report['steps'].items())}); "
+              f"{len(events)} events, {len(rows)} audit rows, bill line "
+              f"{line['compute_gib_seconds']:.4f} GiB-s compute; "
+              f"{time.monotonic() - started:.1f} s with the daemon up")
+    finally:
+        daemon.stop()
+
+
+main()
