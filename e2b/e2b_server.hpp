@@ -33,6 +33,9 @@ struct e2b_limits {
   std::size_t max_json_body = 512u << 10; // a sandbox API request (NewSandbox with 128 KiB of env)
   // One Connect message (SendInput carries up to 1 MiB of stdin, base64 in JSON).
   std::size_t max_message = (1u << 20) * 4 / 3 + (64u << 10);
+  // The output a command may write per stream before the rest is dropped (the daemon's own
+  // default is 1 MiB; E2B streams all of it): the daemon's default ceiling.
+  std::uint64_t max_output_bytes = 256ull << 20;
   std::size_t max_sessions = 256;                  // API keys with a daemon connection at once
   std::chrono::milliseconds session_idle{120'000}; // a daemon connection unused this long closes
 };

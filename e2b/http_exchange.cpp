@@ -100,23 +100,22 @@ kj::Promise<std::string> exchange::read_some(std::size_t max) {
 
 kj::Promise<std::string> exchange::read_body(std::size_t limit) {
   if (content_length && *content_length > limit)
-    api::throw_error(errc::resource_exhausted,
-                     "the request body has " + std::to_string(*content_length) +
-                       " bytes; this endpoint takes at most " + std::to_string(limit));
+    api::throw_error(errc::too_large, "the request body has " + std::to_string(*content_length) +
+                                        " bytes; this endpoint takes at most " +
+                                        std::to_string(limit));
   struct reader {
     static kj::Promise<std::string> more(exchange& x, std::string got, std::size_t limit) {
       const auto want = std::min<std::size_t>(64u << 10, limit + 1 - got.size());
-      return x.read_some(want).then(
-        [&x, got = kj::mv(got), limit](std::string piece) mutable -> kj::Promise<std::string> {
-          if (piece.empty())
-            return kj::mv(got);
-          got += piece;
-          if (got.size() > limit)
-            api::throw_error(errc::resource_exhausted, "the request body is longer than the " +
-                                                         std::to_string(limit) +
-                                                         " bytes this endpoint takes");
-          return more(x, kj::mv(got), limit);
-        });
+      return x.read_some(want).then([&x, got = kj::mv(got),
+                                     limit](std::string piece) mutable -> kj::Promise<std::string> {
+        if (piece.empty())
+          return kj::mv(got);
+        got += piece;
+        if (got.size() > limit)
+          api::throw_error(errc::too_large, "the request body is longer than the " +
+                                              std::to_string(limit) + " bytes this endpoint takes");
+        return more(x, kj::mv(got), limit);
+      });
     }
   };
   return reader::more(*this, std::string(), limit);

@@ -42,9 +42,9 @@ public:
   std::optional<std::int64_t> timeout_ms; // Connect-Timeout-Ms
   std::int64_t keepalive_s = 0;           // Keepalive-Ping-Interval
 
-  // The whole body, at most `limit` bytes (resource_exhausted past it, at once when the
-  // Content-Length says so), each read within body_idle_timeout (invalid_argument when the
-  // client stalls).
+  // The whole body, at most `limit` bytes (too_large past it, at once when the
+  // Content-Length says so), each read within body_idle_timeout (the connection is dropped
+  // when the client stalls).
   kj::Promise<std::string> read_body(std::size_t limit);
   // The next piece of the body (at most `max` bytes); "" at its end.
   kj::Promise<std::string> read_some(std::size_t max);

@@ -180,6 +180,7 @@ kj::Promise<void> start(route_context& ctx, exchange& x, connect_stream& s) {
       if (r.process.cwd && !r.process.cwd->empty())
         e.setCwd(sandbox_path(*r.process.cwd));
       e.setStreamStdin(r.stdin);
+      e.setMaxOutputBytes(ctx.limits.max_output_bytes);
       // E2B's command timeout (the call's deadline) ends the process, as envd's does.
       if (x.timeout_ms)
         e.setTimeoutNs(*x.timeout_ms * k_ns_per_ms);

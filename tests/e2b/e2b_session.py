@@ -64,6 +64,8 @@ def _():
     expect("joined callbacks", "".join(s for _, s in seen), "line1\nline2\nline3\n")
     expect("stdout", r.stdout, "line1\nline2\nline3\n")
     expect("stderr", r.stderr, "oops\noops\noops\n")
+    big = sbx.commands.run("python3 -c 'print(\"x\" * 3000000)'").stdout
+    expect("3 MB of output", len(big), 3000001)
     # Streamed: the lines arrive as they are printed, not all at the end.
     if len(seen) < 3 or seen[-1][0] - seen[0][0] < 0.6:
         raise AssertionError(f"on_stdout was not streamed: {seen}")
@@ -95,8 +97,9 @@ def _():
     h = sbx.commands.run("cat", background=True, stdin=True)
     h.send_stdin("first line\n")
     sbx.commands.send_stdin(h.pid, b"second line\n")
+    sbx.commands.stream_input(h.pid, ["third ", "line\n"])
     h.close_stdin()
-    expect("cat's output", h.wait().stdout, "first line\nsecond line\n")
+    expect("cat's output", h.wait().stdout, "first line\nsecond line\nthird line\n")
 
 
 @step("command_timeout")
@@ -109,6 +112,12 @@ def _():
         pass
     if time.monotonic() - t > 10:
         raise AssertionError("the timeout took more than 10 s")
+    # As in E2B, the command's timeout ends the command too, not only the wait.
+    deadline = time.monotonic() + 5
+    while any("sleep 30" in " ".join(p.args) for p in sbx.commands.list()):
+        if time.monotonic() > deadline:
+            raise AssertionError("the command outlived its timeout")
+        time.sleep(0.1)
 
 
 @step("files")

@@ -11,9 +11,11 @@ passes.
 Exit 77 (skipped, with the reason) when sandboxd cannot run here (not root, no runtime) or the
 SDK cannot be installed (PyPI unreachable)."""
 
+import hashlib
 import importlib.util
 import json
 import os
+import secrets
 import socket
 import subprocess
 import sys
@@ -108,7 +110,10 @@ def main():
     python = e2b_venv()
     LocalDaemon, DaemonError = local_daemon_class()
     port = free_port()
-    daemon = LocalDaemon(sandboxd_bin, runtimes=("runsc", "crun"),
+    other_token = "sbd_" + secrets.token_hex(32)
+    other_toml = (f'[[token]]\nsha256 = "{hashlib.sha256(other_token.encode()).hexdigest()}"\n'
+                  'tenant = "other"\nprincipal = "other@e2b-tests"\nscopes = ["sandboxes"]\n')
+    daemon = LocalDaemon(sandboxd_bin, runtimes=("runsc", "crun"), tokens_toml=other_toml,
                          args=["--e2b-addr", str(port)], prefix="sandboxd-test-e2b-")
     try:
         daemon.start()
@@ -168,6 +173,36 @@ def main():
         verify = ctl(daemon, "audit", "verify", check=False)
         if verify.returncode != 0:
             raise AssertionError(f"audit verify failed: {verify.stdout}{verify.stderr}")
+
+        # The attacks, on the same daemon (e2b_attacks.py says which).
+        attacks = subprocess.run(
+            [python, os.path.join(src, "tests", "e2b", "e2b_attacks.py")], capture_output=True,
+            text=True, timeout=600,
+            env={**env, "OTHER_API_KEY": other_token, "SANDBOXD_PID": str(daemon._proc.pid)})
+        print(attacks.stdout + attacks.stderr)
+        if attacks.returncode != 0:
+            raise AssertionError(f"an attack on the E2B endpoint did not fail as it should")
+        attack = json.loads(attacks.stdout.strip().splitlines()[-1])
+        growth_mib = (attack["rss_after_kib"] - attack["rss_before_kib"]) / 1024
+        unread_mib = attack["unread_stream_rss_growth_kib"] / 1024
+        if growth_mib > 64 or unread_mib > 32:
+            raise AssertionError(f"the daemon grew by {growth_mib:.1f} MiB over the attacks "
+                                 f"({unread_mib:.1f} MiB while a stream was not read)")
+        # The unread command was held back by the client: it wrote a flow-control window or
+        # so in its 8 s, not the gigabytes it writes when read.
+        written = max(e["payload"].get("stdout_bytes", 0) for e in (
+            json.loads(line) for line in ctl(daemon, "--json", "events",
+                                             attack["owner_sandbox"]).stdout.splitlines())
+            if e["kind"] == "exec_finished")
+        if written > 64 << 20:
+            raise AssertionError(f"the unread command wrote {written} bytes")
+        verify = ctl(daemon, "audit", "verify", check=False)
+        if verify.returncode != 0:
+            raise AssertionError(f"audit verify failed after the attacks: {verify.stdout}")
+        print(f"attacks: the daemon grew {growth_mib:.1f} MiB over them, {unread_mib:.1f} MiB "
+              f"while a stream was not read (its command wrote {written >> 10} KiB in 8 s); a "
+              f"slow client cut off after "
+              f"{attack['slowloris_closed_after_s']} s")
 
         print(f"e2b {E2B_VERSION}: the session took {session_s:.1f} s "
               f"({', '.join(f'{k} {v:.2f}s' for k, v in report['steps'].items())}); "
