@@ -1,33 +1,38 @@
 #!/usr/bin/env python3
-"""test_e2b_sdk (ctest, label runtime): E2B's own Python SDK, installed from PyPI at the pinned
-version below into BUILD_DIR/e2b-venv, runs e2b_session.py unchanged against a fresh sandboxd
+"""test_e2b_sdk and test_e2b_sdk_js (ctest, label runtime): E2B's own SDK — Python's from PyPI
+into BUILD_DIR/e2b-venv, or JavaScript's from npm into BUILD_DIR/e2b-js, at the pinned versions
+below — runs its session (e2b_session.py, e2b_session.mjs) unchanged against a fresh sandboxd
 started with --e2b-addr, configured only by what scripts/e2b-env prints. Then sandboxd's own
 records must hold the session: its events in the log (sandboxctl events), its line of the bill
 and its audit rows in the read models (one row per event), and `sandboxctl audit verify`
-passes.
+passes. The Python run then makes the attacks of e2b_attacks.py on the same daemon.
 
-    run_e2b_sdk.py SOURCE_DIR BUILD_DIR SANDBOXD SANDBOXCTL
+    run_e2b_sdk.py SOURCE_DIR BUILD_DIR SANDBOXD SANDBOXCTL [python|js]
 
 Exit 77 (skipped, with the reason) when sandboxd cannot run here (not root, no runtime) or the
-SDK cannot be installed (PyPI unreachable)."""
+SDK cannot be installed (no node and npm, the registry unreachable)."""
 
 import hashlib
 import importlib.util
 import json
 import os
 import secrets
+import shutil
 import socket
 import subprocess
 import sys
 import time
 
 E2B_VERSION = "2.63.0"  # `e2b` on PyPI; what the session is checked against
+E2B_JS_VERSION = "2.51.0"  # `e2b` on npm
 
 src, build, sandboxd_bin, sandboxctl_bin = sys.argv[1:5]
+sdk = sys.argv[5] if len(sys.argv) > 5 else "python"
+test_name = "test_e2b_sdk" if sdk == "python" else "test_e2b_sdk_js"
 
 
 def skip(why):
-    print(f"sandboxd-test: skipped test_e2b_sdk: {why}")
+    print(f"sandboxd-test: skipped {test_name}: {why}")
     print("sandboxd-test: all 1 test cases skipped")
     sys.exit(77)
 
@@ -60,6 +65,29 @@ def e2b_venv():
             skip(f"pip could not install e2b=={E2B_VERSION} (is PyPI reachable?): "
                  f"{r.stderr.strip()[-300:]}")
     return python
+
+
+def e2b_js():
+    """BUILD_DIR/e2b-js with e2b@E2B_JS_VERSION from npm and the session beside it (an ES
+    module finds `e2b` in the node_modules next to it)."""
+    if not shutil.which("node") or not shutil.which("npm"):
+        skip("node and npm are not installed")
+    where = os.path.join(build, "e2b-js")
+    os.makedirs(where, exist_ok=True)
+    try:
+        with open(os.path.join(where, "node_modules", "e2b", "package.json")) as f:
+            have = json.load(f)["version"]
+    except (OSError, ValueError, KeyError):
+        have = ""
+    if have != E2B_JS_VERSION:
+        r = subprocess.run(["npm", "install", "--no-audit", "--no-fund", "--prefix", where,
+                            f"e2b@{E2B_JS_VERSION}"], capture_output=True, text=True)
+        if r.returncode != 0:
+            skip(f"npm could not install e2b@{E2B_JS_VERSION} (is the registry reachable?): "
+                 f"{r.stderr.strip()[-300:]}")
+    session = os.path.join(where, "e2b_session.mjs")
+    shutil.copyfile(os.path.join(src, "tests", "e2b", "e2b_session.mjs"), session)
+    return ["node", session]
 
 
 def free_port():
@@ -107,7 +135,13 @@ def until(what, check, limit=60):
 def main():
     if os.geteuid() != 0:
         skip("sandboxd needs root (namespaces, mounts, cgroups)")
-    python = e2b_venv()
+    if sdk == "python":
+        python = e2b_venv()
+        session_cmd = [python, os.path.join(src, "tests", "e2b", "e2b_session.py")]
+        version = f"e2b {E2B_VERSION} (PyPI)"
+    else:
+        session_cmd = e2b_js()
+        version = f"e2b {E2B_JS_VERSION} (npm)"
     LocalDaemon, DaemonError = local_daemon_class()
     port = free_port()
     other_token = "sbd_" + secrets.token_hex(32)
@@ -129,8 +163,8 @@ def main():
             raise AssertionError(f"E2B_API_URL is {env['E2B_API_URL']}")
         run_id = f"run-{os.getpid()}"
         t = time.monotonic()
-        session = subprocess.run([python, os.path.join(src, "tests", "e2b", "e2b_session.py"),
-                                  run_id], capture_output=True, text=True, env=env, timeout=900)
+        session = subprocess.run([*session_cmd, run_id], capture_output=True, text=True,
+                                 env=env, timeout=900)
         session_s = time.monotonic() - t
         print(session.stdout + session.stderr)
         if session.returncode != 0:
@@ -174,6 +208,13 @@ def main():
         if verify.returncode != 0:
             raise AssertionError(f"audit verify failed: {verify.stdout}{verify.stderr}")
 
+        print(f"{version}: the session took {session_s:.1f} s "
+              f"({', '.join(f'{k} {v:.2f}s' for k, v in report['steps'].items())}); "
+              f"{len(events)} events, {len(rows)} audit rows, bill line "
+              f"{line['compute_gib_seconds']:.4f} GiB-s compute")
+        if sdk != "python":
+            return
+
         # The attacks, on the same daemon (e2b_attacks.py says which).
         attacks = subprocess.run(
             [python, os.path.join(src, "tests", "e2b", "e2b_attacks.py")], capture_output=True,
@@ -204,11 +245,7 @@ def main():
               f"slow client cut off after "
               f"{attack['slowloris_closed_after_s']} s")
 
-        print(f"e2b {E2B_VERSION}: the session took {session_s:.1f} s "
-              f"({', '.join(f'{k} {v:.2f}s' for k, v in report['steps'].items())}); "
-              f"{len(events)} events, {len(rows)} audit rows, bill line "
-              f"{line['compute_gib_seconds']:.4f} GiB-s compute; "
-              f"{time.monotonic() - started:.1f} s with the daemon up")
+        print(f"{time.monotonic() - started:.1f} s with the daemon up")
     finally:
         daemon.stop()
 
