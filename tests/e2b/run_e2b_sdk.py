@@ -5,7 +5,9 @@ below — runs its session (e2b_session.py, e2b_session.mjs) unchanged against a
 started with --e2b-addr, configured only by what scripts/e2b-env prints. Then sandboxd's own
 records must hold the session: its events in the log (sandboxctl events), its line of the bill
 and its audit rows in the read models (one row per event), and `sandboxctl audit verify`
-passes. The Python run then makes the attacks of e2b_attacks.py on the same daemon.
+passes. The Python run then makes the attacks of e2b_attacks.py on the same daemon; the JS
+run is served over TLS on an address of the machine that is not loopback (with a certificate
+made for it), when it has one.
 
     run_e2b_sdk.py SOURCE_DIR BUILD_DIR SANDBOXD SANDBOXCTL [python|js]
 
@@ -20,6 +22,7 @@ import secrets
 import shutil
 import socket
 import subprocess
+import tempfile
 import sys
 import time
 
@@ -90,6 +93,23 @@ def e2b_js():
     return ["node", session]
 
 
+def tls_setup(root):
+    """For the JS run: an address of this machine that is not loopback and a self-signed
+    certificate for it (made with openssl), so that the endpoint is served over TLS and the
+    SDK trusts it through what scripts/e2b-env prints. None when there is no such address."""
+    addresses = subprocess.run(["hostname", "-I"], capture_output=True, text=True).stdout.split()
+    ip = next((a for a in addresses if "." in a and not a.startswith("127.")), None)
+    if not ip or not shutil.which("openssl"):
+        return None
+    cert, key = os.path.join(root, "e2b-cert.pem"), os.path.join(root, "e2b-key.pem")
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                    "-keyout", key, "-out", cert, "-subj", f"/CN={ip}",
+                    "-addext", f"subjectAltName=IP:{ip}",
+                    "-addext", "basicConstraints=critical,CA:FALSE",
+                    "-addext", "extendedKeyUsage=serverAuth"], check=True, capture_output=True)
+    return ip, cert, key
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -147,8 +167,13 @@ def main():
     other_token = "sbd_" + secrets.token_hex(32)
     other_toml = (f'[[token]]\nsha256 = "{hashlib.sha256(other_token.encode()).hexdigest()}"\n'
                   'tenant = "other"\nprincipal = "other@e2b-tests"\nscopes = ["sandboxes"]\n')
+    args = ["--e2b-addr", str(port)]
+    tls_dir = tempfile.mkdtemp(prefix="sandboxd-test-e2btls-")
+    tls = tls_setup(tls_dir) if sdk == "js" else None
+    if tls:  # off loopback, so over TLS only
+        args = ["--e2b-addr", f"{tls[0]}:{port}", "--tls-cert", tls[1], "--tls-key", tls[2]]
     daemon = LocalDaemon(sandboxd_bin, runtimes=("runsc", "crun"), tokens_toml=other_toml,
-                         args=["--e2b-addr", str(port)], prefix="sandboxd-test-e2b-")
+                         args=args, prefix="sandboxd-test-e2b-")
     try:
         daemon.start()
     except DaemonError as e:
@@ -159,8 +184,11 @@ def main():
         # The stock template the session names; built from the cache when a run made it before.
         ctl(daemon, "template", "build", "python")
         env = e2b_environment(daemon.data_dir)
-        if env["E2B_API_URL"] != f"http://127.0.0.1:{port}":
-            raise AssertionError(f"E2B_API_URL is {env['E2B_API_URL']}")
+        wanted = f"https://{tls[0]}:{port}" if tls else f"http://127.0.0.1:{port}"
+        if env["E2B_API_URL"] != wanted:
+            raise AssertionError(f"E2B_API_URL is {env['E2B_API_URL']}, not {wanted}")
+        if tls and env.get("NODE_EXTRA_CA_CERTS") != tls[1]:
+            raise AssertionError("scripts/e2b-env names no certificate to trust over TLS")
         run_id = f"run-{os.getpid()}"
         t = time.monotonic()
         session = subprocess.run([*session_cmd, run_id], capture_output=True, text=True,
@@ -208,7 +236,7 @@ def main():
         if verify.returncode != 0:
             raise AssertionError(f"audit verify failed: {verify.stdout}{verify.stderr}")
 
-        print(f"{version}: the session took {session_s:.1f} s "
+        print(f"{version}{' over TLS' if tls else ''}: the session took {session_s:.1f} s "
               f"({', '.join(f'{k} {v:.2f}s' for k, v in report['steps'].items())}); "
               f"{len(events)} events, {len(rows)} audit rows, bill line "
               f"{line['compute_gib_seconds']:.4f} GiB-s compute")
@@ -248,6 +276,7 @@ def main():
         print(f"{time.monotonic() - started:.1f} s with the daemon up")
     finally:
         daemon.stop()
+        shutil.rmtree(tls_dir, ignore_errors=True)
 
 
 main()
