@@ -33,31 +33,32 @@ rpc::Sandbox::Client daemon_session::open(const std::string& id) {
 daemon_link::daemon_link(kj::AsyncIoProvider& io, kj::Timer& timer, std::string address,
                          const e2b_limits& limits)
     : io_(io), timer_(timer), address_(std::move(address)), limits_(limits) {
-  sweep();
+  sweeper_ = sweep().eagerlyEvaluate(nullptr);
 }
 
 daemon_link::~daemon_link() = default;
 
-void daemon_link::sweep() {
-  // Every few seconds: close connections no request holds that have been idle too long.
-  sweeper_ = timer_.afterDelay(5 * kj::SECONDS).then([this] {
+kj::Promise<void> daemon_link::sweep() {
+  // Every few seconds: forget the connections not used for session_idle, and the broken ones.
+  // A request that still holds one keeps it open until it is done.
+  return timer_.afterDelay(5 * kj::SECONDS).then([this] {
     const auto now = timer_.now();
     for (auto it = entries_.begin(); it != entries_.end();) {
-      const bool idle = it->second.session && it->second.session.use_count() == 1 &&
-                        now - it->second.last_used >= to_kj(limits_.session_idle);
-      if (idle || (it->second.session && it->second.session->lost))
+      const auto& s = it->second.session;
+      if (s && (s->lost || now - it->second.last_used >= to_kj(limits_.session_idle)))
         it = entries_.erase(it);
       else
         ++it;
     }
-    sweep();
+    return sweep();
   });
 }
 
 bool daemon_link::evict_one_idle() {
+  // The least recently used connection that is made (one still authenticating is left).
   auto victim = entries_.end();
   for (auto it = entries_.begin(); it != entries_.end(); ++it)
-    if (it->second.session && it->second.session.use_count() == 1 &&
+    if (it->second.session &&
         (victim == entries_.end() || it->second.last_used < victim->second.last_used))
       victim = it;
   if (victim == entries_.end())
@@ -76,8 +77,8 @@ kj::Promise<std::shared_ptr<daemon_session>> daemon_link::session_for(const std:
   if (it == entries_.end()) {
     if (entries_.size() >= limits_.max_sessions && !evict_one_idle())
       api::throw_error(errc::resource_exhausted,
-                       "the E2B endpoint has " + std::to_string(entries_.size()) +
-                         " API keys in use at once, the most it serves; retry later");
+                       "the E2B endpoint is authenticating " + std::to_string(entries_.size()) +
+                         " API keys at once, the most it does; retry later");
     auto ready = connect(api_key, hash).fork();
     it = entries_.emplace(hash, entry{kj::mv(ready), nullptr, timer_.now()}).first;
   }

@@ -1,9 +1,11 @@
 // daemon_link — the endpoint's connections to sandboxd's RPC API (docs/api.md): one per API key
 // in use, authenticated with that key, so that each E2B client is one more client of the
-// daemon with its own tenant, principal, per-connection limits and audit trail. A connection
-// is kept while requests use it and closed once it has been idle `session_idle`; at most
-// `max_sessions` are open (a new key past that evicts the longest idle one, or is refused
-// with resource_exhausted when all are busy). Keys are kept only as their SHA-256.
+// daemon with its own tenant, principal, per-connection limits and audit trail. At most
+// `max_sessions` are kept for reuse: one unused for `session_idle` is forgotten, and a new key
+// past the most forgets the least recently used (a new key is refused with
+// resource_exhausted only while that many are still authenticating). A forgotten connection
+// stays open while a request holds it (a command's stream), and closes with the last one.
+// Keys are kept only as their SHA-256.
 //
 // On the endpoint's event-loop thread only.
 #pragma once
@@ -55,7 +57,7 @@ private:
   };
   kj::Promise<std::shared_ptr<daemon_session>> connect(std::string api_key, std::string hash);
   bool evict_one_idle();
-  void sweep();
+  kj::Promise<void> sweep();
 
   kj::AsyncIoProvider& io_;
   kj::Timer& timer_;

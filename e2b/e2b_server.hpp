@@ -36,8 +36,8 @@ struct e2b_limits {
   // The output a command may write per stream before the rest is dropped (the daemon's own
   // default is 1 MiB; E2B streams all of it): the daemon's default ceiling.
   std::uint64_t max_output_bytes = 256ull << 20;
-  std::size_t max_sessions = 256;                  // API keys with a daemon connection at once
-  std::chrono::milliseconds session_idle{120'000}; // a daemon connection unused this long closes
+  std::size_t max_sessions = 256; // API keys whose daemon connection is kept for reuse
+  std::chrono::milliseconds session_idle{120'000}; // one unused this long is forgotten
 };
 
 struct e2b_options {

@@ -1,9 +1,10 @@
 """Attacks on sandboxd's E2B endpoint that must fail, each with the answer E2B's API gives, on
 the daemon run_e2b_sdk.py started (its environment: E2B_API_URL, E2B_API_KEY of tenant "dev",
-OTHER_API_KEY of tenant "other", SANDBOXD_PID). Prints one JSON report as its last line:
+OTHER_API_KEY of tenant "other", MANY_API_KEYS of 300 tenants more, SANDBOXD_PID). Prints one JSON report as its last line:
 the daemon's VmRSS before and after, and what each attack got.
 
-- no API key, a wrong one (raw and through the SDK): 401 / AuthenticationException;
+- no API key, a wrong one (raw and through the SDK): 401 / AuthenticationException; 300 keys
+  (of 300 tenants), more than the endpoint keeps connections for: each served;
 - another tenant's sandbox id: every sandbox-API call answers as for a missing id (404,
   SandboxNotFoundException, kill False, the same message shape), and its envd access token
   does not open for another sandbox (401); the owner's sandbox is untouched after;
@@ -96,7 +97,12 @@ for call in (lambda: Sandbox.create(template="python", api_key="sbd_wrong"),
         raise AssertionError("a wrong key was accepted")
     except AuthenticationException:
         pass
-report["keys"] = "401"
+# More keys than the endpoint keeps daemon connections for (256): each is served; the least
+# recently used connections are let go.
+many = os.environ["MANY_API_KEYS"].split(",")
+statuses = {api.get("/v2/sandboxes", headers={"X-API-KEY": k}).status_code for k in many}
+expect(f"a list with each of {len(many)} keys", statuses, {200})
+report["keys"] = f"401; {len(many)} keys served"
 
 # --- another tenant's sandbox ----------------------------------------------------------------
 mine = Sandbox.create(template="python", timeout=300, metadata={"attack": "owner"})

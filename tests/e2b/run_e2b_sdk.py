@@ -164,9 +164,15 @@ def main():
         version = f"e2b {E2B_JS_VERSION} (npm)"
     LocalDaemon, DaemonError = local_daemon_class()
     port = free_port()
+    def token_entry(token, tenant):
+        return (f'[[token]]\nsha256 = "{hashlib.sha256(token.encode()).hexdigest()}"\n'
+                f'tenant = "{tenant}"\nprincipal = "{tenant}@e2b-tests"\n'
+                'scopes = ["sandboxes"]\n')
     other_token = "sbd_" + secrets.token_hex(32)
-    other_toml = (f'[[token]]\nsha256 = "{hashlib.sha256(other_token.encode()).hexdigest()}"\n'
-                  'tenant = "other"\nprincipal = "other@e2b-tests"\nscopes = ["sandboxes"]\n')
+    # More API keys than the endpoint keeps connections for (256), each of its own tenant.
+    many_tokens = ["sbd_" + secrets.token_hex(32) for _ in range(300)]
+    other_toml = token_entry(other_token, "other") + "".join(
+        token_entry(t, f"many{i}") for i, t in enumerate(many_tokens))
     args = ["--e2b-addr", str(port)]
     tls_dir = tempfile.mkdtemp(prefix="sandboxd-test-e2btls-")
     tls = tls_setup(tls_dir) if sdk == "js" else None
@@ -247,7 +253,8 @@ def main():
         attacks = subprocess.run(
             [python, os.path.join(src, "tests", "e2b", "e2b_attacks.py")], capture_output=True,
             text=True, timeout=600,
-            env={**env, "OTHER_API_KEY": other_token, "SANDBOXD_PID": str(daemon._proc.pid)})
+            env={**env, "OTHER_API_KEY": other_token, "MANY_API_KEYS": ",".join(many_tokens),
+                 "SANDBOXD_PID": str(daemon._proc.pid)})
         print(attacks.stdout + attacks.stderr)
         if attacks.returncode != 0:
             raise AssertionError(f"an attack on the E2B endpoint did not fail as it should")
