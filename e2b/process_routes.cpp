@@ -186,6 +186,9 @@ kj::Promise<void> start(route_context& ctx, exchange& x, connect_stream& s) {
         e.setTimeoutNs(*x.timeout_ms * k_ns_per_ms);
       req.setOutput(ctx.processes.sink_of(entry));
       auto exec = req.send().getExec();
+      // However this call ends (a failed start, the client gone), its stream stops receiving
+      // the process's output: the daemon may hold the sink longer than the stream lives.
+      auto leave = kj::defer([entry, &s] { process_table::detach(*entry, s); });
       return exec.infoRequest()
         .send()
         .then([&ctx, &x, &s, entry, exec, c](capnp::Response<rpc::Exec::InfoResults> info) mutable {
@@ -193,10 +196,7 @@ kj::Promise<void> start(route_context& ctx, exchange& x, connect_stream& s) {
           s.begin(start_event(entry->pid));
           return follow(x, s, entry);
         })
-        .catch_([&ctx, entry](kj::Exception&& e) mutable -> kj::Promise<void> {
-          ctx.processes.abandon(entry);
-          kj::throwFatalException(kj::mv(e));
-        });
+        .attach(kj::mv(leave));
     });
   });
 }

@@ -95,10 +95,6 @@ void process_table::started(const std::shared_ptr<process_entry>& e, rpc::Exec::
     }));
 }
 
-void process_table::abandon(const std::shared_ptr<process_entry>& e) {
-  e->streams.clear();
-}
-
 std::shared_ptr<process_entry> process_table::find(const std::string& sandbox_key,
                                                    std::uint32_t pid) {
   auto it = by_pid_.find(key_of(sandbox_key, pid));

@@ -56,8 +56,6 @@ public:
   // It started: `exec` is its handle. Its end is awaited from now on; it is found by pid.
   void started(const std::shared_ptr<process_entry>& e, rpc::Exec::Client exec,
                std::string exec_id);
-  // A prepared process that did not start.
-  void abandon(const std::shared_ptr<process_entry>& e);
 
   std::shared_ptr<process_entry> find(const std::string& sandbox_key, std::uint32_t pid);
 

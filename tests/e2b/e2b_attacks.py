@@ -13,8 +13,9 @@ the daemon's VmRSS before and after, and what each attack got.
 - malformed Connect frames and messages: invalid_argument at Connect's status, the stream
   ended properly;
 - slow clients: headers sent a byte at a time (closed after the header timeout), a stream of
-  output nobody reads (the process is held back; the daemon's memory does not grow), more
-  connections than one address may hold (the extra ones closed at once)."""
+  output nobody reads (the process is held back; the daemon's memory does not grow), clients
+  gone before their command's first event, more connections than one address may hold (the
+  extra ones closed at once)."""
 
 import json
 import os
@@ -242,6 +243,18 @@ for p in mine.commands.list():  # ended before its client goes, which would let 
     if "head -c 2000000000" in " ".join(p.args):
         mine.commands.kill(p.pid)
 conn.close()
+
+# Commands whose client goes away before their first event: they run on (as in E2B), writing
+# to nobody, and the daemon stays well.
+start = json.dumps({"process": {"cmd": "/bin/bash", "args": ["-c", "head -c 5000000 /dev/zero"]}})
+body = envelope(start.encode())
+for _ in range(20):
+    with socket.create_connection((host, port)) as gone:
+        gone.sendall(b"POST /process.Process/Start HTTP/1.1\r\nHost: x\r\nContent-Type: "
+                     b"application/connect+json\r\nX-Access-Token: " + my_token.encode() +
+                     b"\r\nE2b-Sandbox-Id: " + mine.sandbox_id.encode() +
+                     b"\r\nContent-Length: " + str(len(body)).encode() + b"\r\n\r\n" + body)
+expect("a command after 20 abandoned ones", mine.commands.run("echo still").stdout, "still\n")
 
 # More connections than one address may hold: the extra ones are closed before a byte is read.
 held = []
