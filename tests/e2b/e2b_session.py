@@ -8,6 +8,7 @@ Each step is checked as the SDK's user would check it; the last line printed is 
 ({"sandbox_id", "steps": {name: seconds}}) for the test that runs this file (run_e2b_sdk.py).
 A failed check raises (exit 1) with what was seen."""
 
+import io
 import json
 import sys
 import time
@@ -128,6 +129,11 @@ def _():
     sbx.files.write("/workspace/data/blob.bin", bytes(range(256)) * 64)
     expect("read bytes", bytes(sbx.files.read("/workspace/data/blob.bin", format="bytes")),
            bytes(range(256)) * 64)
+    # A file-like object goes up as one octet-stream body (envd 0.5.7's upload), streamed.
+    blob = bytes(range(251)) * 10000
+    sbx.files.write("/workspace/data/stream.bin", io.BytesIO(blob))
+    expect("streamed upload", bytes(sbx.files.read("/workspace/data/stream.bin",
+                                                   format="bytes")), blob)
     names = {e.name: e for e in sbx.files.list("/workspace")}
     if "notes.txt" not in names or names["data"].type != FileType.DIR:
         raise AssertionError(f"list: {names}")
