@@ -282,6 +282,19 @@ def main():
 
         print(f"{time.monotonic() - started:.1f} s with the daemon up")
     finally:
+        # What a failed session left running is deleted before the daemon stops (a daemon
+        # stopped with runsc sandboxes leaves their runtime's mounts behind).
+        for token in (daemon.dev_token, other_token):
+            listed = subprocess.run([sandboxctl_bin, "--addr", daemon.address, "--token", token,
+                                     "--json", "list", "--limit", "1000"], capture_output=True,
+                                    text=True)
+            try:
+                ids = [r["id"] for r in json.loads(listed.stdout)["sandboxes"]]
+            except (ValueError, KeyError):
+                ids = []
+            for sid in ids:
+                subprocess.run([sandboxctl_bin, "--addr", daemon.address, "--token", token,
+                                "delete", sid], capture_output=True)
         daemon.stop()
         shutil.rmtree(tls_dir, ignore_errors=True)
 
