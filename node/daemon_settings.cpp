@@ -144,13 +144,14 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   std::optional<events::error> failure;
   const std::string where = "config file " + source;
   table_reader top(doc, where + " ", failure);
-  top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "log", "event_log", "kafka",
-             "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
+  top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "e2b_addr", "log", "event_log",
+             "kafka", "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
              "templates"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
   top.read("console_addr", s.console_addr);
+  top.read("e2b_addr", s.e2b_addr);
   if (const auto* t = top.table("log")) {
     table_reader r(*t, top.where("log"), failure);
     r.allow({"format", "level"});
@@ -259,7 +260,8 @@ std::string to_toml(const daemon_settings& s) {
   o << "data_dir = " << toml_string(s.data_dir) << "\n"
     << "listen = " << toml_strings(s.listen) << "\n"
     << "metrics_addr = " << toml_string(s.metrics_addr) << "\n"
-    << "console_addr = " << toml_string(s.console_addr) << "\n\n"
+    << "console_addr = " << toml_string(s.console_addr) << "\n"
+    << "e2b_addr = " << toml_string(s.e2b_addr) << "\n\n"
     << "[log]\nformat = " << toml_string(s.log_format) << "\nlevel = " << toml_string(s.log_level)
     << "\n\n"
     << "[event_log]\nkind = " << toml_string(s.event_log) << "\npartitions = " << s.partitions
@@ -402,17 +404,27 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   };
   c.tls_certificate = absolute(s.tls_certificate);
   c.tls_key = absolute(s.tls_key);
-  if (!s.console_addr.empty()) {
-    const bool port_only = s.console_addr.find_first_not_of("0123456789") == std::string::npos;
-    auto a = parse_tcp_endpoint(port_only ? "127.0.0.1:" + s.console_addr : s.console_addr);
+  // An HTTP surface of the daemon (the console, the E2B endpoint): a port alone is loopback,
+  // and anywhere else is served over TLS only.
+  auto http_address = [&](const char* what, const std::string& text,
+                          std::optional<listen_address>& out) -> std::optional<std::string> {
+    if (text.empty())
+      return std::nullopt;
+    const bool port_only = text.find_first_not_of("0123456789") == std::string::npos;
+    auto a = parse_tcp_endpoint(port_only ? "127.0.0.1:" + text : text);
     if (!a.value)
-      return fail("console address: " + a.failure->message);
+      return std::string(what) + " address: " + a.failure->message;
     if (!a.value->loopback() && c.tls_certificate.empty())
-      return fail("console address " + s.console_addr +
-                  " is not loopback: the console is served there over TLS only; give "
-                  "--tls-cert and --tls-key, or a loopback address (127.0.0.1:PORT)");
-    c.console = a.value;
-  }
+      return std::string(what) + " address " + text + " is not loopback: the " + what +
+             " is served there over TLS only; give --tls-cert and --tls-key, or a loopback "
+             "address (127.0.0.1:PORT)";
+    out = a.value;
+    return std::nullopt;
+  };
+  if (auto why = http_address("console", s.console_addr, c.console))
+    return fail(*why);
+  if (auto why = http_address("E2B endpoint", s.e2b_addr, c.e2b))
+    return fail(*why);
   const std::pair<const char*, const std::optional<std::int64_t>*> bounds[] = {
     {"quotas.sandboxes", &s.quota_sandboxes},
     {"quotas.memory_mib", &s.quota_memory_mib},

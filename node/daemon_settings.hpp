@@ -26,6 +26,7 @@ struct daemon_settings {
   std::vector<std::string> listen; // empty: unix:DATA_DIR/sandboxd.sock
   std::string metrics_addr;        // empty: no metrics endpoint
   std::string console_addr;        // empty: no web console; "PORT" alone: 127.0.0.1:PORT
+  std::string e2b_addr;            // empty: no E2B endpoint; "PORT" alone: 127.0.0.1:PORT
   std::string log_format = "text"; // text | json
   std::string log_level = "info";  // trace | debug | info | warn | error
   std::string event_log = "file";  // file | kafka
@@ -76,6 +77,7 @@ struct daemon_config {
   bound_settings bounds;                 // resolved against the host at start (resource_bounds.hpp)
   std::optional<listen_address> metrics; // tcp
   std::optional<listen_address> console; // tcp; TLS (tls_certificate) unless loopback
+  std::optional<listen_address> e2b;     // tcp; TLS (tls_certificate) unless loopback
   log_format format = log_format::text;
   std::string log_level;
 };

@@ -255,6 +255,29 @@ BOOST_AUTO_TEST_CASE(the_console_address_is_loopback_by_default_and_tls_only_els
   BOOST_TEST(!nd::to_daemon_config(s).value->console);
 }
 
+BOOST_AUTO_TEST_CASE(the_e2b_address_is_loopback_by_default_and_tls_only_elsewhere) {
+  nd::daemon_settings s;
+  BOOST_TEST(!nd::to_daemon_config(s).value->e2b); // off by default
+  BOOST_TEST(!nd::apply_config(s, "e2b_addr = \"3000\"\n", "test"));
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_REQUIRE(c.value->e2b);
+  BOOST_TEST(c.value->e2b->to_string() == "tcp:127.0.0.1:3000");
+  nd::daemon_settings again; // the printed config reads back to the same address
+  BOOST_TEST(!nd::apply_config(again, nd::to_toml(s), "printed"));
+  BOOST_TEST(again.e2b_addr == "3000");
+  s.e2b_addr = "0.0.0.0:3000";
+  c = nd::to_daemon_config(s);
+  BOOST_TEST(!c.value);
+  BOOST_TEST((c.failure && c.failure->message.find("E2B endpoint address 0.0.0.0:3000 is not "
+                                                   "loopback") != std::string::npos));
+  s.tls_certificate = "/etc/sandboxd/cert.pem";
+  s.tls_key = "/etc/sandboxd/key.pem";
+  c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_TEST(c.value->e2b->to_string() == "tcp:0.0.0.0:3000");
+}
+
 BOOST_AUTO_TEST_CASE(the_default_listen_address_is_the_data_directorys_socket) {
   nd::daemon_settings s;
   s.data_dir = "/srv/sbd/";

@@ -12,7 +12,8 @@ Errors are exceptions of one hierarchy under SandboxError (sandboxd.errors)."""
 from . import admin, events, languages
 from .client import AsyncClient, Client
 from .commands import AsyncCommandHandle, AsyncCommands, CommandHandle, Commands
-from .errors import (CommandExitError, ConflictError, InternalError, InvalidArgumentError,
+from .errors import (CommandExitError, CommandTimeoutError, ConflictError, InternalError,
+                     InvalidArgumentError,
                      IsADirectoryError, NotADirectoryError, NotFoundError, PermissionDeniedError,
                      ResourceExhaustedError, SandboxError, TimeoutError, TooLargeError,
                      UnavailableError)
@@ -33,7 +34,7 @@ __all__ = [
     "SandboxError", "NotFoundError", "ConflictError", "InvalidArgumentError",
     "PermissionDeniedError", "ResourceExhaustedError", "UnavailableError", "TimeoutError",
     "NotADirectoryError", "IsADirectoryError", "TooLargeError", "InternalError",
-    "CommandExitError",
+    "CommandExitError", "CommandTimeoutError",
     "LANGUAGES", "RunResult", "CommandResult", "EntryInfo", "Event", "Identity", "Limits", "ProcessInfo", "SandboxInfo",
     "SandboxSummary", "BillLine", "BillReport", "AuditRow", "AuditProblem", "AuditCheck",
 ]

@@ -17,7 +17,8 @@ from ._call import call
 from ._kj import LoopBound
 from ._portal import portal
 from ._schema import api
-from .errors import CommandExitError, InvalidArgumentError, UnavailableError
+from .errors import (CommandExitError, CommandTimeoutError, InvalidArgumentError,
+                     UnavailableError)
 from .types import CommandResult, ProcessInfo
 
 if TYPE_CHECKING:
@@ -81,6 +82,8 @@ class _Output(api.OutputSink.Server):  # type: ignore[misc,name-defined]
         if self.callback_error is not None:
             raise self.callback_error
         result = CommandResult._from(r, bytes(self.stdout), bytes(self.stderr))
+        if result.timed_out:
+            raise CommandTimeoutError(result)
         if check and not result.ok:
             raise CommandExitError(result)
         return result
@@ -334,8 +337,9 @@ class Commands:
             envs: variables added to the sandbox's environment for this command.
             secret_envs: the same, but their values never reach the event log (nor any hash of them).
             cwd: the working directory (default: the template's, else ``/``).
-            timeout: seconds the command may run; then the daemon kills it and the result
-                has ``timed_out`` (None: no limit).
+            timeout: seconds the command may run (None: no limit); then the daemon kills it
+                and ``run`` (or ``wait``) raises :class:`CommandTimeoutError`, a
+                ``TimeoutError`` whose ``result`` has the output so far.
             on_stdout, on_stderr: called with each chunk of output (str) as it arrives,
                 before ``run`` returns — on the SDK's I/O thread, so they must not call the
                 sync API.

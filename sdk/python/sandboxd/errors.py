@@ -4,7 +4,8 @@ Every failed call raises a :class:`SandboxError` whose ``code`` is the daemon's 
 (``"not_found"``, ``"conflict"``, ... — docs/errors.md) and whose ``message`` is the
 daemon's own message, which names the thing and says what to do. A command that exits
 non-zero is a result, not an error, unless it was run with ``check=True``
-(:class:`CommandExitError`).
+(:class:`CommandExitError`); a command that runs past its ``timeout`` raises
+:class:`CommandTimeoutError`, as ``subprocess.run`` does, with its result on the exception.
 
 ``TimeoutError``, ``NotADirectoryError`` and ``IsADirectoryError`` are also the Python
 built-ins of the same name, so ``except TimeoutError`` catches the SDK's deadline either way.
@@ -29,6 +30,7 @@ __all__ = [
     "NotADirectoryError",
     "IsADirectoryError",
     "TooLargeError",
+    "CommandTimeoutError",
     "InternalError",
     "TimeoutError",
     "CommandExitError",
@@ -152,6 +154,22 @@ class CommandExitError(SandboxError):
         tail = result.stderr[-500:].strip()
         super().__init__(f"command {result.exec_id} {what}" + (f": {tail}" if tail else ""))
 
+
+
+class CommandTimeoutError(TimeoutError, CommandExitError):
+    """A command ran past its ``timeout`` and the daemon ended it. It is a
+    :class:`TimeoutError` (the built-in too, as ``subprocess.run``'s and E2B's are) and a
+    :class:`CommandExitError`.
+
+    Attributes:
+        result: the command's :class:`~sandboxd.CommandResult` (``timed_out`` set), with the
+            output it wrote before it was ended.
+    """
+
+    code = "timeout"
+
+    def __init__(self, result: "CommandResult") -> None:
+        CommandExitError.__init__(self, result)
 
 _BY_CODE: Dict[str, Type[SandboxError]] = {
     c.code: c

@@ -149,12 +149,16 @@ class AsyncSandbox(LoopBound):
 
     @classmethod
     async def connect(cls, sandbox_id: str, *, addr: Optional[str] = None,
-                      token: Optional[str] = None,
-                      client: Optional[AsyncClient] = None) -> "AsyncSandbox":
-        """An existing sandbox of the token's tenant (NotFoundError otherwise)."""
+                      token: Optional[str] = None, client: Optional[AsyncClient] = None,
+                      resume: bool = False) -> "AsyncSandbox":
+        """An existing sandbox of the token's tenant (NotFoundError otherwise); with
+        ``resume=True`` a paused one is resumed first, as E2B's ``connect`` does."""
         c = await resolve_client(client, addr, token)
         r = await c._call(f"open {sandbox_id}", c._live_session.open(sandbox_id))
-        return cls(c, r.sandbox, sandbox_id)
+        sbx = cls(c, r.sandbox, sandbox_id)
+        if resume and (await sbx.get_info()).state == "paused":
+            await sbx.resume()
+        return sbx
 
     @classmethod
     def list(
@@ -268,6 +272,10 @@ class AsyncSandbox(LoopBound):
     async def delete(self) -> None:
         """Deletes the sandbox: its processes and files are gone when this returns."""
         await self._client._call(f"delete {self.sandbox_id}", self._cap.delete())
+
+    async def kill(self) -> None:
+        """Deletes the sandbox (:meth:`delete`, by the name E2B's SDK gives it)."""
+        await self.delete()
 
     def watch(self, from_sequence: int = 1) -> AsyncIterator[Event]:
         """The sandbox's events from `from_sequence` (1: its creation), then live ones, until
@@ -383,11 +391,13 @@ class Sandbox:
 
     @classmethod
     def connect(cls, sandbox_id: str, *, addr: Optional[str] = None,
-                token: Optional[str] = None, client: Optional[Client] = None) -> "Sandbox":
+                token: Optional[str] = None, client: Optional[Client] = None,
+                resume: bool = False) -> "Sandbox":
         """An existing sandbox of the token's tenant by its id (NotFoundError otherwise,
-        another tenant's included)."""
+        another tenant's included); with ``resume=True`` a paused one is resumed first, as
+        E2B's ``connect`` does."""
         return cls(portal().run(AsyncSandbox.connect(sandbox_id, addr=addr, token=token,
-                                                     client=async_of(client))))
+                                                     client=async_of(client), resume=resume)))
 
     @classmethod
     def list(
@@ -487,6 +497,10 @@ class Sandbox:
 
     def delete(self) -> None:
         """Deletes the sandbox: its processes and files are gone when this returns."""
+        portal().run(self._async.delete())
+
+    def kill(self) -> None:
+        """Deletes the sandbox (:meth:`delete`, by the name E2B's SDK gives it)."""
         portal().run(self._async.delete())
 
     def watch(self, from_sequence: int = 1) -> Iterator[Event]:
