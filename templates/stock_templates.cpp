@@ -19,7 +19,7 @@ namespace {
 
 // Changes whenever what a stock suite is made of changes (options, hooks), so old cached
 // tarballs are not taken for new ones.
-constexpr const char* k_stock_version = "sandboxd stock v1";
+constexpr const char* k_stock_version = "sandboxd stock v2";
 constexpr const char* k_path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 std::string random_suffix() {
@@ -122,6 +122,14 @@ result<std::string> stock_tarball(const stock_definition& d, const stock_options
                                    "--variant=minbase",
                                    "--format=tar",
                                    "--include=" + join(d.packages, ',')};
+  // A login shell starts no program (E2B's SDKs run every command through `bash -l`): root's
+  // PATH from bash's own EUID where it has one (dash still asks `id -u`), and `mesg n` only on
+  // a terminal (where it does anything). What the shell ends up with is unchanged.
+  argv.insert(
+    argv.end(),
+    {"--customize-hook=sed -i 's/\"$(id -u)\"/\"${EUID:-$(id -u)}\"/' \"$1\"/etc/profile",
+     "--customize-hook=sed -i 's/^mesg n 2> \\/dev\\/null || true$/[ -t 0 ] \\&\\& mesg n 2> "
+     "\\/dev\\/null || true/' \"$1\"/root/.profile"});
   if (!debs.empty()) {
     // The packages downloaded for one suite are kept for the next (mmdebstrap(1), "sync-in").
     fs::create_directories(debs);

@@ -232,6 +232,19 @@ BOOST_AUTO_TEST_CASE(a_sandbox_created_event_names_the_exact_template_content) {
   ctl_ok(d, {"delete", id});
 }
 
+// E2B's SDKs run every command through `bash -l -c`: in a stock template the login shell runs
+// no program of its own (no `id -u`, no `mesg`), which would otherwise cost two process starts
+// per command, and still gives root its PATH. With no `id` to be found, a profile that asks it
+// says so on stderr and falls back to the unprivileged PATH.
+BOOST_AUTO_TEST_CASE(a_login_shell_starts_no_program_and_gives_root_its_path) {
+  auto& d = shared();
+  const auto id = create(d, {"--template", "python", "--runtime", "crun"});
+  BOOST_TEST(sh(d, id, "env PATH=/nowhere /bin/bash -l -c 'echo \"$PATH\"' 2>&1") ==
+             "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin\n");
+  BOOST_TEST(sh(d, id, "grep -c '^mesg' /root/.profile || true") == "0\n");
+  ctl_ok(d, {"delete", id});
+}
+
 BOOST_AUTO_TEST_CASE(a_python_sandbox_keeps_its_files_across_pauses_and_a_restart) {
   auto& d = shared();
   const auto id = create(d, {"--template", "python", "--runtime", "crun"});
