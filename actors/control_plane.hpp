@@ -115,6 +115,7 @@ struct exec_request {
   std::vector<std::string> argv;
   std::vector<events::env_var> env;
   std::string cwd = "/";
+  std::string user; // "" = root; user[:group] of the sandbox's /etc/passwd (exec_started)
   std::optional<std::string> stdin_data;          // logged as its size and SHA-256
   std::function<bool(std::string&)> stdin_source; // streamed stdin, pulled until false
   std::chrono::milliseconds timeout{0};           // 0: none, it runs until it ends

@@ -122,6 +122,7 @@ std::pair<cmd::exec, runtime::exec_request> exec_parts(exec_request r, output_si
   c.exec_id = r.exec_id.empty() ? fresh_id("exec") : r.exec_id;
   c.argv = r.argv;
   c.working_directory = r.cwd;
+  c.user = r.user;
   c.timeout = r.timeout;
   c.env = r.env; // decide logs secrets by name only
   if (r.stdin_data) {
@@ -135,6 +136,7 @@ std::pair<cmd::exec, runtime::exec_request> exec_parts(exec_request r, output_si
   for (auto& v : r.env)
     d.env.emplace_back(std::move(v.name), std::move(v.value));
   d.cwd = r.cwd.empty() ? "/" : std::move(r.cwd);
+  d.user = std::move(r.user);
   d.stdin_data = std::move(r.stdin_data);
   d.stdin_source = std::move(r.stdin_source);
   d.timeout = r.timeout;

@@ -117,6 +117,7 @@ struct exec {
   std::optional<events::sha256_digest> stdin_sha256;
   std::uint64_t max_output_bytes = 0;
   bool background = false;
+  std::string user; // "" = root
 };
 // A read of the sandbox's files (paths absolute, no ".." component). Without `served` it
 // asks whether the read may be served now (accepted with no event); with `served` (a

@@ -50,7 +50,7 @@ struct operation_decider {
     for (const auto& v : x.env)
       if (!is_text(v.name) || !is_text(v.value))
         return false;
-    return is_text(x.working_directory);
+    return is_text(x.working_directory) && is_text(x.user);
   }
 
   decision operator()(const cmd::exec& x) const {
@@ -69,11 +69,12 @@ struct operation_decider {
         return reject(invalid(s, "env variable name \"" + text_of(v.name) +
                                    "\" is empty or has '='; give a plain name"));
     if (!all_text(x))
-      return reject(invalid(s, "an argument, the working directory or an env variable holds a "
-                               "NUL byte or is not UTF-8; OCI runtimes take only UTF-8 text"));
+      return reject(invalid(s, "an argument, the working directory, the user or an env variable "
+                               "holds a NUL byte or is not UTF-8; OCI runtimes take only UTF-8 "
+                               "text"));
     return accept(events::exec_started{x.exec_id, x.argv, x.working_directory, x.timeout,
                                        loggable(x.env), x.stdin_bytes, x.stdin_sha256,
-                                       x.max_output_bytes, x.background});
+                                       x.max_output_bytes, x.background, x.user});
   }
 
   decision operator()(const cmd::kill_exec& x) const {

@@ -78,6 +78,7 @@ void start_exec(sandbox_actor_state& st, const events::exec_started& e) {
   for (const auto& v : e.env)
     r.env.emplace_back(v.name, v.value);
   r.cwd = e.working_directory.empty() ? "/" : e.working_directory;
+  r.user = e.user;
   r.timeout = std::chrono::duration_cast<std::chrono::milliseconds>(e.timeout);
   r.max_output_bytes = e.max_output_bytes;
   req->op = exec_operation(std::move(r));

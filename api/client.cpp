@@ -108,6 +108,7 @@ void set_exec_request(rpc::ExecRequest::Builder b, const exec_options& o) {
     argv.set(i, whole(o.argv[i]));
   set_env(b.initEnv(static_cast<unsigned>(o.env.size())), o.env);
   b.setCwd(whole(o.cwd));
+  b.setUser(whole(o.user));
   b.setStdin(
     kj::arrayPtr(reinterpret_cast<const kj::byte*>(o.stdin_bytes.data()), o.stdin_bytes.size()));
   b.setTimeoutNs(o.timeout.count());

@@ -92,6 +92,7 @@ struct exec_options {
   std::vector<std::string> argv; // argv[0] is looked up in PATH when it has no '/'
   std::vector<events::env_var> env;
   std::string cwd;                     // "": "/"
+  std::string user;                    // "": the template's user (root when none)
   std::string stdin_bytes;             // written to the process's stdin, then end of file
   std::chrono::nanoseconds timeout{0}; // 0: runs until it ends or the sandbox stops
   std::uint64_t max_output_bytes = 0;  // per stream; 0: the node's default cap

@@ -215,6 +215,9 @@ std::function<bool(std::string&)> stdin_source_of(std::shared_ptr<stdin_queue> q
   };
 }
 
+// The longest `user` an exec names (user[:group]; names are at most 256 bytes each).
+constexpr std::size_t k_max_user_bytes = 513;
+
 result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r, const create_defaults& d) {
   actors::exec_request x;
   if (auto ok = check_count("arguments", r.getArgv().size(), d.inputs.argv); !ok)
@@ -237,6 +240,9 @@ result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r, const c
     return ok.err();
   x.cwd = whole_text(r.getCwd()); // "": the template's (with_template_cwd), else "/"
   if (auto ok = check_size("cwd", x.cwd.size(), d.inputs.cwd_bytes); !ok)
+    return ok.err();
+  x.user = whole_text(r.getUser()); // "": the template's (with_template_cwd), else root
+  if (auto ok = check_size("user", x.user.size(), k_max_user_bytes); !ok)
     return ok.err();
   if (r.getTimeoutNs() < 0)
     return make_error(errc::invalid_argument,
@@ -429,10 +435,13 @@ private:
 
 // An exec that names no working directory starts in its template's (the image's WORKDIR, a
 // spec's WORKDIR), as the exec_started event then records; "/" when the template has none.
+// One that names no user runs as its template's (USER, an image's User; root when none).
 static void with_template_cwd(actors::exec_request& req, const actors::sandbox_state& state) {
   if (req.cwd.empty())
     req.cwd =
       state.spec.content.working_directory.empty() ? "/" : state.spec.content.working_directory;
+  if (req.user.empty())
+    req.user = state.spec.content.user;
 }
 
 kj::Promise<void>

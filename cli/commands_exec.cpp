@@ -78,7 +78,7 @@ void add_exec(command_table& t) {
   struct args {
     std::string id;
     std::vector<std::string> command, env;
-    std::string cwd, timeout;
+    std::string cwd, timeout, user;
     bool stdin_ = false, background = false;
     std::uint64_t max_output = 0;
   };
@@ -88,11 +88,13 @@ void add_exec(command_table& t) {
           "Run a command in a sandbox; its output streams back and sandboxctl exits with its code",
           "  sandboxctl exec sb-0a1b2c3d4e5f -- python3 -c 'print(6*7)'\n"
           "  tar c src | sandboxctl exec -i sb-0a1b2c3d4e5f -- tar x -C /workspace\n"
-          "  sandboxctl exec --timeout 30s --cwd /workspace sb-0a1b2c3d4e5f -- make test",
+          "  sandboxctl exec --timeout 30s --cwd /workspace sb-0a1b2c3d4e5f -- make test\n"
+          "  sandboxctl exec --user nobody sb-0a1b2c3d4e5f -- id -u",
           [a](context& cx) -> int {
             api::exec_options o;
             o.argv = a->command;
             o.cwd = a->cwd;
+            o.user = a->user;
             o.max_output_bytes = a->max_output;
             if (int e = env_and_timeout(cx, a->env, a->timeout, o))
               return e;
@@ -124,6 +126,10 @@ void add_exec(command_table& t) {
     ->type_name("K=V");
   c->add_option("--cwd,-w", a->cwd, "working directory (default: the template's, else /)")
     ->type_name("DIR");
+  c->add_option("--user,-u", a->user,
+                "run as this user[:group] of the sandbox's /etc/passwd (names or ids 0-65535; "
+                "default: the template's USER, else root)")
+    ->type_name("USER");
   c->add_option("--timeout", a->timeout,
                 "kill the command and everything it started after this long (default: none)")
     ->type_name("DURATION");
@@ -138,7 +144,7 @@ void add_exec(command_table& t) {
 
 void add_run(command_table& t) {
   struct args {
-    std::string id, language, code, cwd, timeout;
+    std::string id, language, code, cwd, timeout, user;
     std::vector<std::string> env;
   };
   auto a = std::make_shared<args>();
@@ -156,6 +162,7 @@ void add_run(command_table& t) {
             api::exec_options o;
             o.argv = lang->argv;
             o.cwd = a->cwd;
+            o.user = a->user;
             if (int e = env_and_timeout(cx, a->env, a->timeout, o))
               return e;
             if (a->code.empty() || a->code == "-") { // the code is sandboxctl's stdin
@@ -179,6 +186,9 @@ void add_run(command_table& t) {
     ->type_name("K=V");
   c->add_option("--cwd,-w", a->cwd, "working directory (default: the template's, else /)")
     ->type_name("DIR");
+  c->add_option("--user,-u", a->user,
+                "run as this user[:group] (default: the template's USER, else root)")
+    ->type_name("USER");
   c->add_option("--timeout", a->timeout,
                 "kill the interpreter and everything it started after this long (default: none)")
     ->type_name("DURATION");

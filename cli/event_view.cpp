@@ -126,6 +126,8 @@ struct payload_fields {
     j["argv"] = p.argv;
     if (!p.working_directory.empty())
       j["cwd"] = p.working_directory;
+    if (!p.user.empty())
+      j["user"] = p.user;
     put_duration_if(j, "timeout_seconds", p.timeout);
     if (!p.env.empty())
       j["env"] = names_of(p.env);

@@ -256,6 +256,7 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     p.stdin_sha256 = get_digest(c.getStdinSha256(), "execStarted.stdinSha256");
     p.max_output_bytes = c.getMaxOutputBytes();
     p.background = c.getBackground();
+    p.user = str(c.getUser());
     return;
   }
   case W::EXEC_FINISHED: {

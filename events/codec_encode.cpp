@@ -235,6 +235,7 @@ struct payload_writer {
     put_digest(p.stdin_sha256, [&](auto d) { c.setStdinSha256(d); });
     c.setMaxOutputBytes(p.max_output_bytes);
     c.setBackground(p.background);
+    c.setUser(text(p.user));
   }
   void operator()(const exec_finished& p) const {
     auto c = b.initExecFinished();

@@ -245,6 +245,9 @@ struct exec_started {
   std::optional<sha256_digest> stdin_sha256; // none when stdin is streamed or empty
   std::uint64_t max_output_bytes = 0;        // per stream
   bool background = false;
+  // Who it runs as, `user[:group]` of the sandbox's /etc/passwd and /etc/group (the
+  // request's, else its template's USER); "" = the sandbox's root.
+  std::string user;
   bool operator==(const exec_started&) const = default;
 };
 

@@ -60,6 +60,12 @@ std::string spawn_body(const agent_spawn& s) {
   put_field(b, SBA_WINDOW, v);
   if (s.builtin != 0)
     put_field(b, SBA_BUILTIN, std::string(1, static_cast<char>(s.builtin)));
+  if (s.user) {
+    v.clear();
+    for (auto id : *s.user)
+      put_u32(v, id);
+    put_field(b, SBA_USER, v);
+  }
   return b;
 }
 

@@ -44,6 +44,8 @@ struct agent_spawn {
   std::uint64_t max_output = 0;
   std::uint32_t window = 1u << 20; // the stream's first output credit
   std::uint8_t builtin = 0;        // SBA_BUILTIN_*, 0: run argv
+  // SBA_USER: uid, gid and supplementary gids (at most SBA_MAX_GROUPS); none: root.
+  std::optional<std::vector<std::uint32_t>> user;
 };
 std::string spawn_body(const agent_spawn& s);
 

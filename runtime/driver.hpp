@@ -89,6 +89,11 @@ struct exec_request {
   // Over the sandbox's environment (create_request::env), for this exec only.
   std::vector<std::pair<std::string, std::string>> env;
   std::string cwd = "/";
+  // Who runs it: "" (or "root", "0") the sandbox's root; else `user[:group]`, names or ids of
+  // the sandbox's /etc/passwd and /etc/group (runtime/exec_user.hpp), read from its root
+  // filesystem at each exec. A name that is not there, or an id above 65535, is
+  // invalid_argument. HOME is the user's home unless the environment names one.
+  std::string user;
   std::optional<std::string> stdin_data; // all of stdin at once, or
   // pulled by the driver until it returns false (end of stdin); may block. Set at most one;
   // with neither, stdin is at end of file at once. Once the process has ended, the driver

@@ -42,6 +42,7 @@
 #include "runtime/data_entry.hpp"
 #include "runtime/driver.hpp"
 #include "runtime/exec_registry.hpp"
+#include "runtime/exec_user.hpp"
 #include "runtime/id_map.hpp"
 #include "runtime/layer_pool.hpp"
 #include "runtime/layer_store.hpp"
@@ -226,7 +227,9 @@ private:
   outcome<exec_result> exec_through_agent(const sandbox_record& r, agent_spawn spawn,
                                           const exec_request& req, bool locked = false);
   // The runtime's own exec (`crun exec`, `runsc exec`) under the guard (oci_exec.cpp).
-  outcome<exec_result> exec_through_runtime(const sandbox_record& r, const exec_request& req);
+  // `user`: who the program runs as (the runtime switches to it); null: root.
+  outcome<exec_result> exec_through_runtime(const sandbox_record& r, const exec_request& req,
+                                            const exec_user* user = nullptr);
   // On the failure thread: a sandbox whose agent link failed has its container killed and is
   // reported to the listener, unless its container ended on its own (then it is `stopped`).
   void on_agent_failure(const std::string& id, const std::string& reason);

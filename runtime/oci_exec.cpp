@@ -8,6 +8,7 @@
 #include "runtime/lifecycle_rules.hpp"
 #include "runtime/memfd_file.hpp"
 #include "runtime/oci_spec.hpp"
+#include "runtime/rooted_fs.hpp"
 
 #include <csignal>
 #include <fstream>
@@ -41,6 +42,31 @@ exec_result to_exec_result(process_result& p, bool guard_timed_out) {
   return res;
 }
 
+// The most of /etc/passwd and /etc/group an exec's user is looked up in.
+constexpr std::uint64_t k_max_account_file = 1u << 20;
+
+// The exec's user (exec_request::user) from the sandbox's /etc/passwd and /etc/group as its
+// root filesystem (`root`, the mounted overlay) holds them; nullopt for root.
+outcome<std::optional<exec_user>> user_of(const std::string& root, const std::string& spec) {
+  if (is_root_user(spec))
+    return std::optional<exec_user>();
+  std::string files[2];
+  const char* paths[2] = {"/etc/passwd", "/etc/group"};
+  for (int i = 0; i < 2; ++i) {
+    auto text = read_file_in_root(root, paths[i], k_max_account_file);
+    if (text)
+      files[i] = std::move(text).value();
+    else if (text.err().code != errc::not_found)
+      return make_error(text.err().code, "the exec's user '" + spec.substr(0, 64) +
+                                           "' cannot be looked up in the sandbox's " + paths[i] +
+                                           ": " + text.err().message);
+  }
+  auto u = resolve_exec_user(spec, files[0], files[1]);
+  if (!u)
+    return u.err();
+  return std::optional<exec_user>(std::move(u).value());
+}
+
 } // namespace
 
 std::uint64_t oci_driver::oom_kills(const std::string& id) const {
@@ -58,6 +84,7 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     return c.err();
   return guard_faults("exec in sandbox " + id, [&]() -> outcome<exec_result> {
     sandbox_record rec;
+    std::optional<exec_user> user;
     {
       auto g = locks_.lock(id);
       auto r = find_record(options_.data_dir, id);
@@ -66,16 +93,25 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       if (auto c = check_allowed(r->info, operation::exec); !c)
         return c.err();
       rec = r.value();
+      // Running: its overlay is mounted (and stays so while the lock is held).
+      auto u = user_of(dir(id) + "/merged", req.user);
+      if (!u)
+        return u.err();
+      user = std::move(u).value();
     }
     if (req.stdin_data && req.stdin_source)
       return make_error(errc::invalid_argument,
                         "exec takes stdin_data or stdin_source, not both; drop one");
-    // The sandbox's environment, with the exec's over it (the last value of a name counts).
+    // The sandbox's environment, with the exec's over it (the last value of a name counts);
+    // below both, the user's HOME.
     exec_request full = req;
-    full.env = rec.env;
+    full.env.clear();
+    if (user)
+      full.env.emplace_back("HOME", user->home);
+    full.env.insert(full.env.end(), rec.env.begin(), rec.env.end());
     full.env.insert(full.env.end(), req.env.begin(), req.env.end());
     if (!rec.agent)
-      return exec_through_runtime(rec, full);
+      return exec_through_runtime(rec, full, user ? &*user : nullptr);
     auto env = exec_environment(full);
     if (!env)
       return env.err();
@@ -83,18 +119,23 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     spawn.argv = full.argv;
     spawn.env = std::move(env).value();
     spawn.cwd = full.cwd;
+    if (user) {
+      spawn.user.emplace({user->uid, user->gid});
+      spawn.user->insert(spawn.user->end(), user->groups.begin(), user->groups.end());
+    }
     return exec_through_agent(rec, std::move(spawn), full);
   });
 }
 
 outcome<exec_result> oci_driver::exec_through_runtime(const sandbox_record& rec,
-                                                      const exec_request& full) {
+                                                      const exec_request& full,
+                                                      const exec_user* user) {
   const std::string& id = rec.info.id;
   const exec_request& req = full;
   return guard_faults("exec in sandbox " + id, [&]() -> outcome<exec_result> {
     // Sandboxes of the current layout run every exec under the guard (exec_guard.hpp).
     const bool guarded = rec.id_base != 0;
-    auto doc = make_process_json(full, rec.info.limits.pids, guarded);
+    auto doc = make_process_json(full, rec.info.limits.pids, guarded, user);
     if (!doc)
       return doc.err();
     memfd_file process_json(doc.value());

@@ -178,13 +178,24 @@ outcome<std::vector<std::string>> exec_environment(const exec_request& r) {
   return env;
 }
 
-outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids, bool guarded) {
+outcome<std::string> make_process_json(const exec_request& r, std::uint32_t pids, bool guarded,
+                                       const exec_user* user) {
   auto env = exec_environment(r);
   if (!env)
     return env.err();
   try {
-    return process(guarded ? guarded_argv(r.argv, r.timeout) : r.argv, env.value(), r.cwd, pids)
-      .dump();
+    auto doc =
+      process(guarded ? guarded_argv(r.argv, r.timeout) : r.argv, env.value(), r.cwd, pids);
+    if (user != nullptr) {
+      doc["user"] = {{"uid", user->uid}, {"gid", user->gid}};
+      if (!user->groups.empty())
+        doc["user"]["additionalGids"] = user->groups;
+      // What setuid away from root leaves a process: nothing but the bounding set.
+      if (user->uid != 0)
+        for (const char* set : {"effective", "permitted", "inheritable", "ambient"})
+          doc["capabilities"][set] = json::array();
+    }
+    return doc.dump();
   } catch (const json::exception&) {
     return make_error(errc::invalid_argument,
                       "argv, env or cwd is not valid UTF-8; OCI runtimes take only UTF-8");

@@ -20,6 +20,7 @@
 #pragma once
 
 #include "runtime/driver.hpp"
+#include "runtime/exec_user.hpp"
 
 #include <cstdint>
 #include <string>
@@ -69,8 +70,9 @@ std::string make_config_json(const bundle_params& params);
 // invalid_argument when argv is empty, an env name is empty or holds '=', or a string
 // is not UTF-8 (OCI documents are JSON). `pids` is the sandbox's pids limit (its
 // RLIMIT_NPROC, as in config.json); with `guarded` the program runs under the exec guard
-// with the request's timeout.
+// with the request's timeout. With `user` (not root) the process runs as that uid, gid and
+// supplementary groups, with no capability (its bounding set stays the sandbox's).
 outcome<std::string> make_process_json(const exec_request& request, std::uint32_t pids,
-                                       bool guarded);
+                                       bool guarded, const exec_user* user = nullptr);
 
 } // namespace sandboxd::runtime

@@ -227,6 +227,10 @@ struct ExecRequest {
   streamStdin @4 :Bool;            # start only: stdin follows through Exec.writeStdin
   timeoutNs @5 :Int64;             # 0: runs until it ends or the sandbox stops
   maxOutputBytes @6 :UInt64;       # per stream; 0 = the node's default cap
+  user @7 :Text;
+  # Who runs it: "" = the template's user (its USER; root when it has none); else
+  # `user[:group]`, each a name of the sandbox's /etc/passwd and /etc/group or a number
+  # (0-65535, the sandbox's own ids). INVALID_ARGUMENT names a user that is not there.
 }
 
 enum OutputStream {

@@ -267,6 +267,7 @@ struct ExecStarted {
   stdinSha256 @6 :Data;          # 32 bytes; empty when stdin is streamed or none
   maxOutputBytes @7 :UInt64;     # per stream
   background @8 :Bool;
+  user @9 :Text;                 # who it runs as (user[:group]); "": the sandbox's root
 }
 
 struct ExecFinished {

@@ -280,6 +280,11 @@ struct spawn {
   uint64_t max_output;
   uint32_t window;
   int builtin;
+  int set_user;
+  uint32_t uid;
+  uint32_t gid;
+  int ngroups;
+  uint32_t* groups; /* SBA_MAX_GROUPS of them, in block */
   char* block;
 };
 
@@ -301,13 +306,15 @@ static int parse_spawn(const unsigned char* b, uint32_t n, struct spawn* s) {
   if (args == 0)
     return -1;
   /* Pointer arrays, then every string with its NUL. */
-  size_t size = (args + 1 + envs + 1) * sizeof(char*) + n + args + envs + 1;
+  size_t size = (args + 1 + envs + 1) * sizeof(char*) + SBA_MAX_GROUPS * sizeof(uint32_t) + n +
+                args + envs + 1;
   s->block = calloc(1, size);
   if (s->block == NULL)
     return -1;
   s->argv = (char**)s->block;
   s->envp = s->argv + args + 1;
-  char* text = (char*)(s->envp + envs + 1);
+  s->groups = (uint32_t*)(s->envp + envs + 1);
+  char* text = (char*)(s->groups + SBA_MAX_GROUPS);
   size_t ai = 0, ei = 0;
   for (uint32_t p = 0; p < n;) {
     uint8_t tag = b[p];
@@ -354,6 +361,16 @@ static int parse_spawn(const unsigned char* b, uint32_t n, struct spawn* s) {
       if (len != 1)
         return -1;
       s->builtin = v[0];
+      break;
+    case SBA_USER:
+      if (len < 8 || len % 4 != 0 || (len - 8) / 4 > SBA_MAX_GROUPS || s->set_user)
+        return -1;
+      s->set_user = 1;
+      s->uid = get32(v);
+      s->gid = get32(v + 4);
+      s->ngroups = (int)((len - 8) / 4);
+      for (int i = 0; i < s->ngroups; ++i)
+        s->groups[i] = get32(v + 8 + 4 * i);
       break;
     default:
       return -1; /* a field this agent does not know: refused, never half understood */
@@ -465,8 +482,9 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
   fcntl(pe[1], F_SETPIPE_SZ, 256 << 10);
   if (++last_serial == 0)
     last_serial = 1;
-  struct guard_spec g = {s.argv, s.envp, s.cwd,        in_fd,       po[1],
-                         pe[1],  s.timeout_ms, s.builtin, records_out, last_serial};
+  struct guard_spec g = {s.argv,      s.envp,     s.cwd,        in_fd,    po[1],
+                         pe[1],       s.timeout_ms, s.builtin,  records_out, last_serial,
+                         s.set_user,  s.uid,        s.gid,      s.ngroups,   s.groups};
   /* A vm guard reads the spawn's strings until its program runs: they are its to keep. It
    * shares the agent's descriptors, so the program's ends stay open here until it reports
    * the program started; a forked guard has copies of them already. */

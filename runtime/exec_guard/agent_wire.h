@@ -56,7 +56,12 @@ enum sba_spawn_tag {
   SBA_MAX_OUTPUT = 6, /* u64 per stream; the rest is read and dropped (SBA_EXIT_TRUNCATED) */
   SBA_WINDOW = 7,     /* u32: the stream's first output credit */
   SBA_BUILTIN = 8,    /* u8 SBA_BUILTIN_*: a file change by the agent's own code, no program */
+  SBA_USER = 9,       /* uid u32 | gid u32 | supplementary gid u32 (at most SBA_MAX_GROUPS):
+                       * the program runs as this user; without the field, as root */
 };
+
+/* Supplementary groups an SBA_USER field carries, at most. */
+#define SBA_MAX_GROUPS 64u
 
 enum sba_builtin {
   SBA_BUILTIN_WRITE = 1,  /* args: path, octal mode; content on stdin */

@@ -13,6 +13,7 @@
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
+#include <grp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -51,6 +52,12 @@ static void become_program(const struct guard_spec* g, const sigset_t* old) {
   close_from(3);
   if (g->cwd != NULL && chdir(g->cwd) != 0) {
     fprintf(stderr, "cannot change to the working directory %s: %s\n", g->cwd, strerror(errno));
+    _exit(126);
+  }
+  if (g->set_user &&
+      (setgroups((size_t)g->ngroups, (const gid_t*)g->groups) != 0 ||
+       setresgid(g->gid, g->gid, g->gid) != 0 || setresuid(g->uid, g->uid, g->uid) != 0)) {
+    fprintf(stderr, "cannot run as the exec's user: %s\n", strerror(errno));
     _exit(126);
   }
   if (g->envp != NULL)

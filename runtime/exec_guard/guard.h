@@ -28,6 +28,14 @@ struct guard_spec {
   int builtin;     /* SBA_BUILTIN_* (agent_wire.h): runs that instead of argv[0], on argv[1..] */
   int status_fd;   /* -1, or a pipe that gets the guard's records (below) */
   uint32_t id;     /* names the exec in each record */
+  /* The user the program runs as (set_user 0: the guard's own, root). The program's process
+   * sets its groups, then its gid, then its uid, after its working directory and before its
+   * execve; a uid other than 0 leaves it no capability. */
+  int set_user;
+  uint32_t uid;
+  uint32_t gid;
+  int ngroups;
+  const uint32_t* groups;
 };
 
 /* Records written to status_fd, one write each (atomic: many guards share one pipe). */

@@ -244,6 +244,21 @@ static int program_main(void* arg) {
       return 126;
     }
   }
+  if (g->set_user) {
+    /* Groups, then gid, then uid: once the uid is not 0 the rest would be refused. setresuid
+     * away from 0 clears the permitted and effective capabilities. Raw: they change this
+     * process alone, never the agent's threads. */
+    long r = raw_syscall2(SYS_setgroups, g->ngroups, g->groups);
+    if (r == 0)
+      r = raw_syscall3(SYS_setresgid, g->gid, g->gid, g->gid);
+    if (r == 0)
+      r = raw_syscall3(SYS_setresuid, g->uid, g->uid, g->uid);
+    if (r < 0) {
+      const char* why[] = {"cannot run as the exec's user: ", errno_text((int)-r), NULL};
+      say(2, why);
+      return 126;
+    }
+  }
   int e = exec_search(g->argv, g->envp != NULL ? g->envp : environ);
   const char* why[] = {g->argv[0], ": ", errno_text(e), NULL};
   say(2, why);

@@ -285,6 +285,27 @@ BOOST_AUTO_TEST_CASE(a_spec_build_runs_its_steps_and_an_unchanged_rebuild_runs_n
   // exec_started says so); one that names a directory starts there.
   BOOST_TEST(sh(d, id, "pwd") == "/srv/app\n");
   BOOST_TEST(ctl_ok(d, {"exec", id, "--cwd", "/data", "--", "pwd"}) == "/data\n");
+  // An exec that names no user runs as the template's USER (its exec_started says so); one
+  // that names a user runs as that one; a user the sandbox does not have is refused, named.
+  BOOST_TEST(sh(d, id, "id -u; id -g; echo $HOME") == "65534\n65534\n/nonexistent\n");
+  BOOST_TEST(sh(d, id, "echo x > /srv/app/hello.txt 2>/dev/null; echo $?") == "1\n");
+  BOOST_TEST(ctl_ok(d, {"exec", id, "--user", "root", "--", "id", "-u"}) == "0\n");
+  BOOST_TEST(ctl_ok(d, {"run", id, "--lang", "sh", "--user", "0:65534", "id -u; id -g"}) ==
+             "0\n65534\n");
+  auto ghost = ctl(d, {"exec", id, "--user", "ghost", "--", "id", "-u"});
+  BOOST_TEST(ghost.exit_code != 0, ghost);
+  BOOST_TEST(
+    ghost.err.find("user 'ghost' is not in the sandbox's /etc/passwd") != std::string::npos, ghost);
+  std::vector<std::string> users;
+  ctl_result evs;
+  evs.out = ctl_ok(d, {"--json", "events", id});
+  for (const auto& e : evs.lines())
+    if (e["kind"] == "exec_started")
+      users.push_back(e["payload"].value("user", "<root>"));
+  BOOST_TEST_REQUIRE(users.size() >= 4u);
+  BOOST_TEST(users.front() == "nobody");
+  BOOST_TEST(std::count(users.begin(), users.end(), "root") == 1);
+  BOOST_TEST(std::count(users.begin(), users.end(), "ghost") == 1);
   ctl_ok(d, {"delete", id});
 
   // Deleted and built again unchanged: every step from the cache, nothing ran (no output),

@@ -211,7 +211,8 @@ inline std::vector<event> samples_v2() {
   return out;
 }
 
-// Payloads extended a second time (<name>.v3.bin): `created` naming its template content.
+// Payloads extended a second time (<name>.v3.bin): `created` naming its template content,
+// `exec_started` naming its user.
 inline std::vector<event> samples_v3() {
   auto cr = std::get<created>(samples_v2()[0].body);
   sha256_digest t{}, l0{}, l1{};
@@ -228,7 +229,10 @@ inline std::vector<event> samples_v3() {
                     {"LANG", "C.UTF-8", false, std::nullopt}};
   cr.content.working_directory = "/workspace";
   cr.content.user = "1000:1000";
-  return {sample_envelope(201, cr)};
+  // `exec_started` naming the user it runs as.
+  auto es = std::get<exec_started>(samples_v2()[1].body);
+  es.user = "app:staff";
+  return {sample_envelope(201, cr), sample_envelope(202, es)};
 }
 
 } // namespace sandboxd::events::testing

@@ -225,7 +225,8 @@ BOOST_AUTO_TEST_CASE(every_extended_golden_file_decodes_to_its_sample) {
   check_golden(samples_v2(), ".v2.bin");
 }
 
-// `created` naming its template content (a v1 and v2 file decode with none).
+// `created` naming its template content, `exec_started` its user (a v1 and v2 file decode
+// with none).
 BOOST_AUTO_TEST_CASE(created_with_template_content_decodes_from_its_golden_file) {
   check_golden(sandboxd::events::testing::samples_v3(), ".v3.bin");
 }

@@ -183,4 +183,11 @@ BOOST_AUTO_TEST_CASE(a_spawn_body_holds_each_field_as_tag_length_value) {
   BOOST_TEST(get_u64(one[SBA_MAX_OUTPUT].data()) == 4096u);
   BOOST_TEST(get_u32(one[SBA_WINDOW].data()) == 65536u);
   BOOST_TEST(one.count(SBA_BUILTIN) == 0u); // only a builtin names one
+  BOOST_TEST(one.count(SBA_USER) == 0u);    // root: no field
+  s.user = std::vector<std::uint32_t>{1000, 100, 50, 60};
+  const std::string u = spawn_body(s);
+  const std::string want = std::string(1, char(SBA_USER)) + std::string("\x10\0\0\0", 4) +
+                           std::string("\xe8\x03\0\0\x64\0\0\0\x32\0\0\0\x3c\0\0\0", 16);
+  BOOST_TEST(u.size() == b.size() + want.size());
+  BOOST_TEST(u.substr(b.size()) == want); // uid, gid, then the groups, little-endian
 }

@@ -409,6 +409,70 @@ BOOST_FIXTURE_TEST_CASE(output_flood_is_truncated_at_the_cap, fixture) {
   BOOST_TEST(r.stderr_data == "done\n");
 }
 
+namespace {
+
+// An exec of `script` as `user`, its result (failing the test when it is refused).
+exec_result as_user(driver& d, const std::string& id, const std::string& user,
+                    const std::string& script) {
+  exec_request r;
+  r.argv = {"/bin/sh", "-c", script};
+  r.user = user;
+  auto res = d.exec(id, r);
+  BOOST_TEST_REQUIRE(res.ok(), user << ": " << (res ? "" : res.err().message));
+  return res.value();
+}
+
+// Execs run as the user a request names, looked up in the sandbox's own /etc/passwd and
+// /etc/group at each exec (so an account added after the template is found too).
+void execs_run_as_the_named_user(driver& d, const std::string& id) {
+  auto add = d.write_file(id, "/etc/passwd",
+                          "root:x:0:0:root:/root:/bin/sh\n"
+                          "app:x:1000:1000:app:/home/app:/bin/sh\n"
+                          "nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+                          0644);
+  BOOST_TEST_REQUIRE(add.ok(), (add ? "" : add.err().message));
+  BOOST_TEST_REQUIRE(
+    d.write_file(id, "/etc/group", "root:x:0:\nstaff:x:50:app\nnogroup:x:65534:\n", 0644).ok());
+  const std::string who = "id -u; id -g; id -G; echo $HOME";
+  BOOST_TEST(as_user(d, id, "", who).stdout_data == "0\n0\n0\n/root\n");
+  BOOST_TEST(as_user(d, id, "nobody", who).stdout_data == "65534\n65534\n65534\n/nonexistent\n");
+  BOOST_TEST(as_user(d, id, "app", who).stdout_data == "1000\n1000\n1000 50\n/home/app\n");
+  BOOST_TEST(as_user(d, id, "app:staff", who).stdout_data == "1000\n50\n50\n/home/app\n");
+  BOOST_TEST(as_user(d, id, "1234:4321", "id -u; id -g").stdout_data == "1234\n4321\n");
+  // Not root: no capability, so root's files are out of reach.
+  auto caps = as_user(d, id, "nobody",
+                      "grep -E '^CapEff' /proc/self/status; echo x >> /etc/passwd; echo rc=$?");
+  BOOST_TEST(caps.stdout_data.find("0000000000000000") != std::string::npos, caps.stdout_data);
+  BOOST_TEST(caps.stdout_data.find("rc=0") == std::string::npos, caps.stdout_data);
+  // The sandbox's environment may still name HOME.
+  exec_request h;
+  h.argv = {"/bin/sh", "-c", "echo $HOME"};
+  h.user = "app";
+  h.env = {{"HOME", "/srv"}};
+  BOOST_TEST(d.exec(id, h)->stdout_data == "/srv\n");
+  for (const char* bad : {"ghost", "app:wheel", "65536", "app:70000", "a b"}) {
+    exec_request r;
+    r.argv = {"true"};
+    r.user = bad;
+    auto res = d.exec(id, r);
+    BOOST_TEST((res.code() == sandboxd::errc::invalid_argument), bad);
+  }
+  exec_request ghost;
+  ghost.argv = {"true"};
+  ghost.user = "ghost";
+  auto g = d.exec(id, ghost);
+  BOOST_TEST(g.err().message.find("user 'ghost' is not in the sandbox's /etc/passwd") !=
+               std::string::npos,
+             g.err().message);
+}
+
+} // namespace
+
+BOOST_FIXTURE_TEST_CASE(execs_run_as_the_user_they_name, fixture) {
+  running("user");
+  execs_run_as_the_named_user(*d, "user");
+}
+
 // A driver whose new containers run without the agent (oci_options::agent off): execs go
 // through the runtime (`crun exec`, `runsc exec`) under the guard, with the same semantics.
 struct fallback_fixture : fixture {
@@ -457,6 +521,12 @@ BOOST_FIXTURE_TEST_CASE(without_the_agent_execs_run_through_the_runtime_alike, f
   BOOST_TEST_REQUIRE(d->resume("fb").ok());
   BOOST_TEST(init("fb").find("--agent") == std::string::npos);
   BOOST_TEST(sh("fb", "echo again").stdout_data == "again\n");
+}
+
+BOOST_FIXTURE_TEST_CASE(without_the_agent_execs_run_as_the_user_they_name, fallback_fixture) {
+  running("fbuser");
+  BOOST_TEST(init("fbuser").find("--agent") == std::string::npos);
+  execs_run_as_the_named_user(*d, "fbuser");
 }
 
 BOOST_FIXTURE_TEST_CASE(memory_hog_beyond_the_limit_is_killed_and_reported, fixture) {

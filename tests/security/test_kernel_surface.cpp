@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <sys/stat.h>
+#include <thread>
 
 using namespace sandboxd::runtime;
 using sandboxd::test::attack_fixture;
@@ -131,6 +132,60 @@ BOOST_FIXTURE_TEST_CASE(the_sandbox_root_is_not_the_host_root, fixture) {
     std::ifstream map("/proc/" + std::to_string(p) + "/uid_map");
     std::string m((std::istreambuf_iterator<char>(map)), {});
     BOOST_TEST(m.find("4294967295") == std::string::npos, "host process " << p << ": " << m);
+  }
+}
+
+// A tenant names the user its execs run as (a template's USER, a request's user): every such
+// id is one of the sandbox's 65536, mapped into its own host range (crun: host uid = the
+// sandbox's base + the uid; runsc: ids of gVisor's kernel, its host processes never change
+// uid); an id past the range is refused before anything runs, and never reaches setuid.
+BOOST_FIXTURE_TEST_CASE(an_exec_user_stays_inside_the_sandbox_id_range, fixture) {
+  running("who");
+  const std::uint32_t base = id_base("who");
+  for (const char* outside :
+       {"65536", "4294967295", "4294967294", "0:65536", "nobody:4294967295", "-1", "root:-1"}) {
+    exec_request r;
+    r.argv = {"/bin/sh", "-c", "touch /workspace/escaped"};
+    r.user = outside;
+    auto res = d->exec("who", r);
+    BOOST_TEST((res.code() == sandboxd::errc::invalid_argument), outside);
+  }
+  BOOST_TEST(!d->stat("who", "/workspace/escaped").ok());
+  exec_request top;
+  top.argv = {"/bin/sh", "-c", "id -u; touch /tmp/top; echo $(cat /proc/self/uid_map)"};
+  top.user = "65535:65535";
+  auto t = d->exec("who", top);
+  BOOST_TEST_REQUIRE(t.ok(), (t ? "" : t.err().message));
+  BOOST_TEST(t->stdout_data.rfind("65535\n", 0) == 0, t->stdout_data);
+  if (is_crun) {
+    BOOST_TEST(t->stdout_data.find("\n0 " + std::to_string(base) + " 65536") != std::string::npos,
+               t->stdout_data);
+    // The process, seen from the host: its uid is the sandbox's base + 65535, never below the
+    // base nor past the range.
+    exec_request bg;
+    bg.argv = {"/bin/sh", "-c", "exec sleep 4243"};
+    bg.user = "nobody";
+    bg.timeout = std::chrono::seconds(30);
+    std::thread runner([&] { (void)d->exec("who", bg); });
+    std::string uid;
+    for (int i = 0; i < 200 && uid.empty(); ++i) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      DIR* proc = ::opendir("/proc");
+      while (dirent* e = proc ? ::readdir(proc) : nullptr) {
+        std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+        std::string line((std::istreambuf_iterator<char>(in)), {});
+        if (line == std::string("sleep\0"
+                                "4243\0",
+                                11))
+          uid = status_field(std::atoi(e->d_name), "Uid");
+      }
+      if (proc)
+        ::closedir(proc);
+    }
+    const std::string host = std::to_string(base + 65534u);
+    BOOST_TEST(uid == "\t" + host + "\t" + host + "\t" + host + "\t" + host, uid);
+    (void)sh("who", "pkill -f 'sleep 4243'; true");
+    runner.join();
   }
 }
 
