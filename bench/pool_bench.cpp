@@ -20,6 +20,7 @@
 #include "api/client.hpp"
 #include "runtime/oci_driver.hpp"
 #include "tests/support/guardian.hpp"
+#include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
 
 #include <algorithm>
@@ -125,6 +126,10 @@ T must(result<T> r, const char* what) {
   if (!r.ok())
     throw std::runtime_error(std::string(what) + ": " + r.err().message);
   return std::move(r).value();
+}
+void must(result<void> r, const char* what) {
+  if (!r.ok())
+    throw std::runtime_error(std::string(what) + ": " + r.err().message);
 }
 
 std::optional<api::pool_info> pool_of(api::client& c, const std::string& key_prefix) {

@@ -11,7 +11,6 @@
 
 #include "tests/support/kafka_broker.hpp"
 
-#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -146,28 +145,6 @@ inline result<api::file_digest> write_all(api::client& c, const std::string& id,
 }
 
 // VmRSS of process `pid` in KiB (0 when it is gone).
-// Mounts of `dir`: mounted under it, or mounted from it elsewhere (the runtimes bind their
-// directories to short paths under /run/sandboxd), and every mount beneath those.
-inline std::vector<std::string> mounts_under(const std::string& dir) {
-  std::vector<std::pair<std::string, std::string>> all; // (root, mount point)
-  std::ifstream in("/proc/self/mountinfo");
-  for (std::string line; std::getline(in, line);) {
-    std::istringstream f(line);
-    std::string id, parent, dev, root, point;
-    f >> id >> parent >> dev >> root >> point;
-    all.emplace_back(root, point);
-  }
-  std::vector<std::string> tops{dir}, out;
-  for (const auto& [root, point] : all)
-    if (root.rfind(dir, 0) == 0)
-      tops.push_back(point);
-  for (const auto& [root, point] : all)
-    if (std::any_of(tops.begin(), tops.end(),
-                    [&, p = point](const std::string& t) { return p.rfind(t, 0) == 0; }))
-      out.push_back(point);
-  return out;
-}
-
 inline std::uint64_t rss_kib(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
   for (std::string line; std::getline(in, line);)

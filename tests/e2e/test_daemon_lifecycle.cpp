@@ -81,6 +81,28 @@ bool transitional(const std::string& state) {
   return state == "creating" || state == "pausing" || state == "resuming" || state == "deleting";
 }
 
+// Mounts of `dir`: mounted under it, or mounted from it elsewhere (the runtimes bind their
+// directories to short paths under /run/sandboxd), and every mount beneath those.
+std::vector<std::string> mounts_under(const std::string& dir) {
+  std::vector<std::pair<std::string, std::string>> all; // (root, mount point)
+  std::ifstream in("/proc/self/mountinfo");
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    f >> id >> parent >> dev >> root >> point;
+    all.emplace_back(root, point);
+  }
+  std::vector<std::string> tops{dir}, out;
+  for (const auto& [root, point] : all)
+    if (root.rfind(dir, 0) == 0)
+      tops.push_back(point);
+  for (const auto& [root, point] : all)
+    if (std::any_of(tops.begin(), tops.end(),
+                    [&, p = point](const std::string& t) { return p.rfind(t, 0) == 0; }))
+      out.push_back(point);
+  return out;
+}
+
 // Nothing of the daemon's is left: no process working in or naming the data directory (its
 // PostgreSQL included), no process in a sandbox's cgroups, no mount under the directory.
 void expect_nothing_left(const daemon_process& d, const std::vector<std::string>& sandboxes) {
