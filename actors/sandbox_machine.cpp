@@ -169,6 +169,8 @@ struct decider {
       return reject(invalid(s, why));
     auto claim = want;
     claim.env = loggable(std::move(claim.env)); // secrets reach the driver, never the log
+    if (claim.env.empty()) // nothing to apply: its execs see the template's, as they do now
+      return emitter(s, c, now).add(std::move(claim)).add(events::claimed{}).done();
     return accept(std::move(claim));
   }
 

@@ -110,8 +110,10 @@ struct create {
   events::created spec;
 };
 // Hands a claimable pool sandbox to the command's tenant (docs/pools.md): claim_requested,
-// then the runtime applies the environment (claiming) and runtime_claimed records it. Secret
-// env values travel here to the driver and are stripped from the event, as create's are.
+// then the runtime applies the environment (claiming) and runtime_claimed records it; a claim
+// with no environment has nothing to apply (the sandbox's execs see the template's, as they
+// do already): claim_requested and claimed at once. Secret env values travel here to the
+// driver and are stripped from the event, as create's are.
 struct claim {
   events::claim_requested claim;
 };

@@ -41,10 +41,12 @@ inline events::created pool_spec() {
 }
 
 // What a create asks for beyond the pool's key, as a claim: canonical_spec's labels and
-// timeouts, and `client_request_id`.
+// timeouts, an environment variable (so that the claim has a runtime step), and
+// `client_request_id`.
 inline events::claim_requested canonical_claim(std::string client_request_id = "req-1") {
   auto spec = canonical_spec(std::move(client_request_id));
-  return {spec.labels, spec.env, spec.timeouts, spec.client_request_id};
+  return {
+    spec.labels, {{"MODE", "eval", false, std::nullopt}}, spec.timeouts, spec.client_request_id};
 }
 
 // A TCP connection to pypi.org (allowed by canonical_spec's policy) at an address the

@@ -178,7 +178,9 @@ std::string claim_input(const sandbox_state& s, const cmd::claim& x) {
                    s.file_ops_in_flight.empty() && s.connections_open.empty();
   if (!claimable)
     return "claim_not_pool";
-  return settings_ok(x.claim.labels, x.claim.env, x.claim.timeouts) ? "claim" : "claim_invalid";
+  if (!settings_ok(x.claim.labels, x.claim.env, x.claim.timeouts))
+    return "claim_invalid";
+  return x.claim.env.empty() ? "claim_no_env" : "claim";
 }
 
 std::string connection_input(const sandbox_state& s, const cmd::open_connection& x) {

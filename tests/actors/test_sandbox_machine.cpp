@@ -197,6 +197,14 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
        c.pooled = true;
        return c;
      }},
+    {"claim_no_env",
+     [](auto&) {
+       auto claim = canonical_claim("req-2");
+       claim.env.clear();
+       C c{cmd::claim{claim}};
+       c.pooled = true;
+       return c;
+     }},
     {"claim_same_request", [](auto&) { return C{cmd::claim{canonical_claim("req-1")}}; }},
     {"claim_invalid",
      [](auto&) {

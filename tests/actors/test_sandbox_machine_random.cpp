@@ -235,6 +235,8 @@ private:
   command_body claim() {
     auto c = canonical_claim(one_of<std::string>({"req-1", "req-2", "req-3", ""}));
     c.timeouts = timeouts();
+    if (chance(0.4))
+      c.env.clear(); // nothing to apply: claimed at once
     if (chance(0.2))
       c.labels.push_back({"", "no key"});
     return cmd::claim{c};
