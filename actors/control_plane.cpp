@@ -482,6 +482,36 @@ std::vector<pool_figures> control_plane::pools(std::chrono::milliseconds limit) 
   return out;
 }
 
+bool control_plane::drain_pools(std::chrono::milliseconds limit) {
+  {
+    std::lock_guard g(impl_->pools_mu);
+    for (auto& [key, p] : impl_->pools) {
+      // Its settings with size and maximum 0, made from its own figures (on its thread).
+      caf::anon_send(
+        p, pool_figures_atom::value,
+        figures_ptr{std::make_shared<std::function<void(pool_figures)>>([p = p](pool_figures f) {
+          auto empty = f.settings;
+          empty.size = 0;
+          empty.maximum = 0;
+          caf::anon_send(p, pool_set_atom::value,
+                         settings_ptr{std::make_shared<pool_settings>(empty), false});
+        })});
+    }
+  }
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto all = pools(std::chrono::milliseconds(500));
+    const bool drained = std::all_of(all.begin(), all.end(), [](const pool_figures& f) {
+      return f.settings.maximum == 0 && f.ready == 0 && f.making == 0 && f.deleting == 0;
+    });
+    if (drained)
+      return true;
+    if (std::chrono::steady_clock::now() >= until)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 const recovery_report& control_plane::recovery() const {
   return impl_->report;
 }

@@ -210,6 +210,11 @@ public:
                       bool discard);
   // What every pool holds, in key order; pools that do not answer within `limit` are left out.
   std::vector<pool_figures> pools(std::chrono::milliseconds limit = std::chrono::seconds(5));
+  // For a clean stop: every pool makes nothing more and deletes its ready sandboxes; returns
+  // once their deletes settled (true) or `limit` passed (false). The pools stay, empty. A pool
+  // sandbox holds no tenant's data, and deleted it holds nothing of the host's either (after a
+  // crash they are adopted instead).
+  bool drain_pools(std::chrono::milliseconds limit);
 
   const recovery_report& recovery() const;
   // What the directory reports; `answered` is false when it did not within `limit` (a

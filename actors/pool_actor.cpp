@@ -20,7 +20,8 @@ struct pool_state {
   std::uint64_t next_request = 0;
   std::uint32_t pending_creates = 0; // planned, waiting for the template lookup
   bool looking_up = false;
-  bool retiring = false; // removed: drain, then stop
+  bool retiring = false;      // removed: drain, then stop
+  std::uint32_t deleting = 0; // deletes sent and not settled
   events::time_point lookups_blocked_until{};
   std::chrono::seconds backoff{0};
   std::optional<events::time_point> wake_at; // the wake-up asked for last, if still due
@@ -51,7 +52,11 @@ void send_command(pool_t self, std::string sandbox_id, command_body body, reply_
 
 // Deletes an unclaimed pool sandbox (retired, refused by a claim, or not made running).
 void retire(pool_t self, const std::string& id) {
-  send_command(self, id, cmd::remove{}, reply_when::durable, [](command_reply) {});
+  ++self->state.deleting; // until the runtime removed it
+  send_command(self, id, cmd::remove{}, reply_when::settled,
+               [me = caf::actor_cast<pool_handle>(self)](command_reply) {
+                 caf::anon_send(me, pool_deleted_atom::value);
+               });
 }
 
 void create_sandboxes(pool_t self, const pool_spec& spec, std::uint32_t n) {
@@ -111,7 +116,8 @@ void step(pool_t self) {
   if (backing_off && (!p.wake || st.lookups_blocked_until < *p.wake))
     p.wake = st.lookups_blocked_until;
   const auto fig = st.table->figures(now);
-  if (st.retiring && fig.ready == 0 && fig.making == 0 && st.pending_creates == 0) {
+  if (st.retiring && fig.ready == 0 && fig.making == 0 && st.pending_creates == 0 &&
+      st.deleting == 0) {
     self->quit();
     return;
   }
@@ -199,7 +205,15 @@ pool_handle spawn_pool_actor(caf::actor_system& sys, pool_services services, poo
         },
         [=](pool_figures_atom, figures_ptr& f) {
           auto& st = self->state;
-          (*f.value)(st.table->figures(now_of(st)));
+          auto figures = st.table->figures(now_of(st));
+          figures.deleting = st.deleting;
+          (*f.value)(std::move(figures));
+        },
+        [=](pool_deleted_atom) {
+          auto& st = self->state;
+          if (st.deleting > 0)
+            --st.deleting;
+          step(self);
         },
         [=](stop_atom) { self->quit(); },
       };

@@ -12,6 +12,7 @@
 //   pool <- (pool_set_atom, settings_ptr)          new settings; `retiring`: drain and stop
 //   pool <- (pool_tick_atom)                       a wake-up the pool asked for is due
 //   pool <- (pool_figures_atom, figures_ptr)       what it holds (sandboxctl pool list)
+//   pool <- (pool_deleted_atom)                    a delete it sent settled
 //   pool <- (stop_atom)                            the control plane stops
 #pragma once
 
@@ -34,6 +35,7 @@ using pool_spec_atom = caf::atom_constant<caf::atom("plspec")>;
 using pool_set_atom = caf::atom_constant<caf::atom("plset")>;
 using pool_tick_atom = caf::atom_constant<caf::atom("pltick")>;
 using pool_figures_atom = caf::atom_constant<caf::atom("plfigures")>;
+using pool_deleted_atom = caf::atom_constant<caf::atom("pldeleted")>;
 
 // A claim's request for a ready sandbox of template content `content_id`; `done` gets its id,
 // or nullopt (a miss), on the pool's thread: quick, never blocking.
@@ -71,7 +73,8 @@ using pool_handle =
                    caf::reacts_to<pool_made_atom, made_ptr>,
                    caf::reacts_to<pool_spec_atom, spec_ptr>,
                    caf::reacts_to<pool_set_atom, settings_ptr>, caf::reacts_to<pool_tick_atom>,
-                   caf::reacts_to<pool_figures_atom, figures_ptr>, caf::reacts_to<stop_atom>>;
+                   caf::reacts_to<pool_figures_atom, figures_ptr>,
+                   caf::reacts_to<pool_deleted_atom>, caf::reacts_to<stop_atom>>;
 
 // What a pool actor works with; outlives it.
 struct pool_services {

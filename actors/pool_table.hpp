@@ -42,6 +42,7 @@ struct pool_figures {
   std::uint64_t made = 0;        // creates that ended running
   std::uint64_t failed = 0;      // creates that did not
   std::uint64_t retired = 0;     // ready sandboxes deleted unclaimed
+  std::uint32_t deleting = 0;    // of those, deletes not settled yet (the pool actor counts them)
   double refill_seconds_sum = 0; // of the creates made: from start to running
   double refill_seconds_max = 0;
   std::vector<std::string> ready_ids; // oldest first

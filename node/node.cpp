@@ -334,6 +334,12 @@ void node::teardown() {
     spdlog::info("execs in flight killed");
   }
   if (plane_) {
+    // Warm pools' sandboxes are nobody's: deleted rather than kept across the stop.
+    if (!plane_->pools(std::chrono::seconds(2)).empty())
+      spdlog::info(plane_->drain_pools(std::chrono::seconds(60))
+                     ? "warm pools drained: their ready sandboxes are deleted"
+                     : "warm pools not drained within 60 s: the next start deletes or adopts "
+                       "what is left");
     plane_.reset();
     spdlog::info("control plane stopped (journal flushed)");
   }
