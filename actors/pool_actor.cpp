@@ -185,10 +185,12 @@ pool_handle spawn_pool_actor(caf::actor_system& sys, pool_services services, poo
             st.lookups_blocked_until = now_of(st) + st.backoff;
           } else {
             st.backoff = std::chrono::seconds(0);
+            const auto& spec = std::get<pool_spec>(s.value->value);
+            st.table->set_content(spec.spec.content.id); // a rebuilt template: the old go
             if (st.retiring)
               st.table->cancel(n, "");
             else
-              create_sandboxes(self, std::get<pool_spec>(s.value->value), n);
+              create_sandboxes(self, spec, n);
           }
           step(self);
         },

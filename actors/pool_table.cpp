@@ -24,18 +24,27 @@ void pool_table::reconfigure(pool_settings settings) {
 
 std::optional<std::string> pool_table::take(const std::string& content_id, events::time_point now) {
   claims_.push_back(now);
-  // Oldest first; one of other content is stale (its template now stands for other content).
-  while (!ready_.empty()) {
-    auto r = std::move(ready_.front());
-    ready_.pop_front();
-    if (r.content_id == content_id) {
-      ++counts_.hits;
-      return std::move(r.id);
-    }
-    stale_.push_back(std::move(r.id));
+  auto it = std::find_if(ready_.begin(), ready_.end(),
+                         [&](const ready_sandbox& r) { return r.content_id == content_id; });
+  if (it == ready_.end()) {
+    ++counts_.misses;
+    return std::nullopt;
   }
-  ++counts_.misses;
-  return std::nullopt;
+  ++counts_.hits;
+  auto id = std::move(it->id);
+  ready_.erase(it);
+  return id;
+}
+
+void pool_table::set_content(const std::string& content_id) {
+  content_ = content_id;
+  for (auto it = ready_.begin(); it != ready_.end();)
+    if (it->content_id != content_id) {
+      stale_.push_back(std::move(it->id));
+      it = ready_.erase(it);
+    } else {
+      ++it;
+    }
 }
 
 void pool_table::give_back(std::string id, std::string content_id) {
@@ -53,7 +62,10 @@ void pool_table::made(std::string id, std::string content_id, events::nanosecond
   const double s = seconds_of(took);
   counts_.refill_seconds_sum += s;
   counts_.refill_seconds_max = std::max(counts_.refill_seconds_max, s);
-  ready_.push_back({std::move(id), std::move(content_id)});
+  if (content_ && *content_ != content_id)
+    stale_.push_back(std::move(id)); // started before the template was rebuilt
+  else
+    ready_.push_back({std::move(id), std::move(content_id)});
 }
 
 void pool_table::not_made(std::string why) {

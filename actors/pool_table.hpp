@@ -13,7 +13,10 @@
 // - Creates start at most `refill_per_second` (a token bucket holding one second's worth,
 //   at least one create).
 // - Ready sandboxes beyond the target (demand fell, or the settings shrank) are retired,
-//   oldest first; so is a ready sandbox of template content a claim no longer asks for.
+//   oldest first; so are ready sandboxes of template content other than the content the
+//   pool's template stands for now (set_content: the template was rebuilt). A claim that asks
+//   for other content (a tenant's own template of the same name) is a miss and retires
+//   nothing.
 #pragma once
 
 #include "actors/pool_settings.hpp"
@@ -56,9 +59,13 @@ public:
   const pool_settings& settings() const { return s_; }
   void reconfigure(pool_settings settings);
 
-  // A ready sandbox made of template content `content_id`, or nullopt: a miss. Either way the
-  // claim counts as demand. Ready sandboxes of other content are retired by the next plan.
+  // The oldest ready sandbox made of template content `content_id`, or nullopt: a miss.
+  // Either way the claim counts as demand.
   std::optional<std::string> take(const std::string& content_id, events::time_point now);
+  // The pool's template stands for `content_id` now (its lookup before a refill): ready
+  // sandboxes of other content, and those of other content made later (creates started
+  // before the rebuild), are retired by the next plan.
+  void set_content(const std::string& content_id);
   // `id` was taken and its claim never sent (the tenant's quota refused it): ready again,
   // first in line.
   void give_back(std::string id, std::string content_id);
@@ -90,8 +97,9 @@ private:
   void forget_old_claims(events::time_point now);
 
   pool_settings s_;
-  std::deque<ready_sandbox> ready_; // oldest first
-  std::vector<std::string> stale_;  // ready ones of content no claim asks for: to retire
+  std::deque<ready_sandbox> ready_;    // oldest first
+  std::vector<std::string> stale_;     // ready ones of content no claim asks for: to retire
+  std::optional<std::string> content_; // what the template stands for (set_content), if known
   std::uint32_t making_ = 0;
   double tokens_ = 1;
   events::time_point tokens_at_;

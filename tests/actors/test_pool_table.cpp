@@ -148,14 +148,43 @@ BOOST_AUTO_TEST_CASE(ready_and_being_made_never_pass_the_maximum) {
   BOOST_TEST(sim.table.figures(sim.now).making == 4u);
 }
 
-BOOST_AUTO_TEST_CASE(a_sandbox_of_other_template_content_is_retired_not_handed_out) {
+BOOST_AUTO_TEST_CASE(a_claim_for_other_template_content_is_a_miss_that_retires_nothing) {
   pool_sim sim(settings(2, 2, 1000));
   sim.run_for(50ms);
-  // The template was rebuilt: a claim now asks for tpl-2.
-  BOOST_TEST(!sim.table.take("tpl-2", sim.now).has_value());
+  // A tenant's own template of the same name: other content, never served from the pool.
+  BOOST_TEST(!sim.table.take("tpl-tenant", sim.now).has_value());
+  BOOST_TEST(sim.table.figures(sim.now).misses == 1u);
+  auto p = sim.step(false);
+  BOOST_TEST(p.retire.empty());
+  BOOST_TEST(sim.table.figures(sim.now).ready == 2u);
+  BOOST_TEST((sim.table.take("tpl-1", sim.now).has_value()), "the pool's own content serves");
+}
+
+BOOST_AUTO_TEST_CASE(sandboxes_of_a_rebuilt_templates_old_content_are_retired) {
+  pool_sim sim(settings(2, 2, 1000));
+  sim.run_for(50ms);
+  // The template was rebuilt: its name stands for tpl-2 now.
+  sim.table.set_content("tpl-2");
   auto p = sim.step(false);
   BOOST_TEST(p.retire.size() == 2u);
   BOOST_TEST(p.create == 2u);
+  BOOST_TEST(!sim.table.take("tpl-1", sim.now).has_value(), "old content is never handed out");
+}
+
+BOOST_AUTO_TEST_CASE(a_create_started_before_a_rebuild_is_retired_when_made) {
+  pool_sim sim(settings(2, 2, 1000));
+  auto p = sim.step(false); // two creates started, of tpl-1 (one token each)
+  sim.now += 10ms;
+  p = sim.step(false);
+  BOOST_TEST(sim.table.figures(sim.now).making == 2u);
+  sim.table.set_content("tpl-2"); // the template was rebuilt while they were being made
+  sim.table.made("old-1", "tpl-1", 40ms);
+  sim.table.made("new-1", "tpl-2", 40ms);
+  BOOST_TEST(sim.table.figures(sim.now).ready == 1u);
+  BOOST_TEST(!sim.table.take("tpl-1", sim.now).has_value());
+  p = sim.step(false);
+  BOOST_TEST(p.retire == std::vector<std::string>{"old-1"});
+  BOOST_TEST(*sim.table.take("tpl-2", sim.now) == "new-1");
 }
 
 BOOST_AUTO_TEST_CASE(failed_creates_are_counted_and_made_again) {
