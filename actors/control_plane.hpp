@@ -47,6 +47,7 @@
 #include "actors/pool_table.hpp"
 #include "actors/recovery.hpp"
 #include "actors/timer_queue.hpp"
+#include "base/sha256.hpp"
 #include "events/event_log.hpp"
 #include "runtime/driver.hpp"
 
@@ -177,6 +178,14 @@ public:
 
   // --- files (paths inside the sandbox's root) -----------------------------------------------
   void read_file(std::string sandbox_id, caller who, std::string path, op_done<std::string> done);
+  // The same read, with the content's SHA-256 as its file_read event records it (computed once,
+  // on the pool, for both).
+  struct file_content {
+    std::string bytes;
+    sha256_digest sha256{};
+  };
+  void read_file_with_digest(std::string sandbox_id, caller who, std::string path,
+                             op_done<file_content> done);
   // The reply's value is the file_op_finished event (bytes and SHA-256 as written).
   void write_file(std::string sandbox_id, caller who, std::string path, std::string content,
                   std::uint32_t mode, op_done<events::file_op_finished> done);

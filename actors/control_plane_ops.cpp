@@ -123,7 +123,7 @@ std::pair<cmd::exec, runtime::exec_request> exec_parts(exec_request r, output_si
   c.argv = r.argv;
   c.working_directory = r.cwd;
   c.timeout = r.timeout;
-  c.env = r.env; // decide logs secrets as hashes
+  c.env = r.env; // decide logs secrets by name only
   if (r.stdin_data) {
     c.stdin_bytes = r.stdin_data->size();
     c.stdin_sha256 = sha256_of(*r.stdin_data);
@@ -228,6 +228,26 @@ void control_plane::read_file(std::string sandbox_id, caller who, std::string pa
     [](const std::string& content, events::file_read& served) {
       served.bytes = content.size();
       served.sha256 = sha256_of(content);
+    },
+    std::move(done));
+  send(op_request(std::move(sandbox_id), who, cmd::read_file{path, std::nullopt}, std::move(op)));
+}
+
+void control_plane::read_file_with_digest(std::string sandbox_id, caller who, std::string path,
+                                          op_done<file_content> done) {
+  auto op = read_operation<cmd::read_file, file_content>(
+    path, events::file_read_kind::read,
+    [](runtime::driver& d, const std::string& id,
+       const std::string& p) -> runtime::outcome<file_content> {
+      auto r = d.read_file(id, p);
+      if (!r)
+        return r.err();
+      return file_content{std::move(r).value(), {}};
+    },
+    [](file_content& content, events::file_read& served) {
+      content.sha256 = sha256_of(content.bytes);
+      served.bytes = content.bytes.size();
+      served.sha256 = content.sha256;
     },
     std::move(done));
   send(op_request(std::move(sandbox_id), who, cmd::read_file{path, std::nullopt}, std::move(op)));

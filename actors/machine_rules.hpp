@@ -23,7 +23,7 @@ events::error conflict(const sandbox_state& s, std::string_view action,
 events::error invalid(const sandbox_state& s, std::string what);
 // Empty when `path` is absolute, has no ".." component and no NUL byte.
 std::string check_path(const std::string& path);
-// The env as it may be logged: a secret's value replaced by its SHA-256.
+// The env as it may be logged: a secret's value dropped, nothing derived from it kept.
 std::vector<events::env_var> loggable(std::vector<events::env_var> env);
 
 // Builds the events of one accepted command, numbering them densely.

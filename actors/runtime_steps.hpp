@@ -41,7 +41,7 @@ struct runtime_result {
   std::optional<events::error> op_failure;
 };
 
-// The values of a sandbox's secret env variables by name (the log holds only their hashes):
+// The values of a sandbox's secret env variables by name (the log holds only their names):
 // known to the actor that took the create, lost in a restart.
 using secret_values = std::map<std::string, std::string>;
 

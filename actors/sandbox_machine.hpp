@@ -123,7 +123,7 @@ struct pause {
 };
 struct resume {};
 struct remove {}; // delete
-// An exec's intent (exec_started). A secret env value is replaced by its SHA-256 before it
+// An exec's intent (exec_started). A secret env value is dropped (its name kept) before it
 // is logged (decide does it); its value travels to the driver beside the command.
 struct exec {
   std::string exec_id; // unique among the sandbox's execs in flight

@@ -28,6 +28,14 @@ kj::StringPtr whole(const std::string& s) {
   return {s.data(), s.size()};
 }
 
+// What sandboxd reads in one request unless configured otherwise (server_options'
+// max_message_bytes); client_options' max_message_bytes mirrors it. A call's envelope is a few
+// words more than its parameters: 4 KiB covers it.
+constexpr std::size_t k_daemon_message_bytes = 16u << 20;
+constexpr std::size_t k_envelope_bytes = 4096;
+constexpr const char* k_large_content_advice =
+  "send large content as a file (write_file streams it in pieces) or as streamed stdin";
+
 template <class T, class F>
 result<T> guarded(F&& f) {
   try {
@@ -340,6 +348,28 @@ template_info template_of(rpc::TemplateInfo::Reader t) {
   return x;
 }
 
+// Writes what `next` gives to `upload` and commits it: the template it answers.
+template_info upload_template(rpc::TemplateUpload::Client upload, const chunk_source& next,
+                              const std::string& unreadable, kj::WaitScope& ws,
+                              const std::function<void()>& drain) {
+  std::string chunk;
+  for (;;) {
+    const auto step = next(chunk);
+    if (step == source_step::failed)
+      throw_error(errc::invalid_argument, unreadable);
+    if (step == source_step::end)
+      break;
+    if (chunk.empty())
+      continue;
+    auto w = upload.writeRequest();
+    w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
+    w.send().wait(ws);
+  }
+  auto answer = upload.commitRequest().send().wait(ws);
+  drain();
+  return template_of(answer.getTemplate());
+}
+
 } // namespace
 
 // The thread's kj event loop, shared by every client of the thread (kj allows one loop per
@@ -370,7 +400,107 @@ struct client::impl {
   kj::Maybe<rpc::Admin::Client> admin;
   identity who;
 
+  client_options options;
+  address where;
+  // Set when the connection is lost (the daemon went away, or closed it on a request it
+  // would not read): the next call dials again and authenticates with the same token.
+  bool lost = false;
+  kj::Promise<void> watch_lost = nullptr;
+
+  // The size of the request the call in progress sends (0: small, not measured).
+  std::size_t sending_bytes = 0;
+
   kj::WaitScope& ws() { return io.waitScope; }
+
+  // A request larger than the daemon reads is refused here with an error that says so: the
+  // daemon would close the connection on it, failing every call in flight.
+  template <class Request>
+  void check_request_size(const Request& req) {
+    const std::size_t bytes = req.totalSize().wordCount * sizeof(capnp::word);
+    sending_bytes = bytes;
+    if (bytes + k_envelope_bytes <= options.max_message_bytes)
+      return;
+    throw_error(errc::invalid_argument, "request too large: " + std::to_string(bytes) +
+                                          " bytes, and sandboxd reads at most " +
+                                          std::to_string(options.max_message_bytes) +
+                                          " bytes in one request; " + k_large_content_advice);
+  }
+
+  // (Re)connects and authenticates; throws kj::Exception on failure.
+  void dial() {
+    admin = nullptr;
+    session = nullptr;
+    gateway = nullptr;
+    watch_lost = nullptr;
+    disconnected = nullptr;
+    rpc = nullptr;
+    network = nullptr;
+    stream = nullptr;
+    tls = nullptr;
+    lost = true; // until authenticated
+    who = {};
+    auto addr = io.provider->getNetwork().parseAddress(where.kj_form()).wait(ws());
+    stream = addr->connect().wait(ws());
+    if (where.type == address::kind::tcp && (options.tls || !where.loopback())) {
+      kj::TlsContext::Options o;
+      std::vector<kj::TlsCertificate> trusted;
+      if (!options.tls_trusted_file.empty()) {
+        trusted.emplace_back(read_text(options.tls_trusted_file).c_str());
+        o.useSystemTrustStore = false;
+        o.trustedCertificates = kj::arrayPtr(trusted.data(), trusted.size());
+      }
+      tls = kj::heap<kj::TlsContext>(kj::mv(o));
+      const auto name = options.tls_server_name.empty() ? where.host : options.tls_server_name;
+      stream = tls->wrapClient(kj::mv(stream), name).wait(ws());
+    }
+    stream = kj::heap<buffered_stream>(kj::mv(stream));
+    capnp::ReaderOptions ro;
+    ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
+    network = kj::heap<capnp::TwoPartyVatNetwork>(*stream, capnp::rpc::twoparty::Side::CLIENT, ro);
+    rpc = kj::heap(capnp::makeRpcClient(*network));
+    disconnected = network->onDisconnect().fork();
+    capnp::word scratch[4]{};
+    capnp::MallocMessageBuilder vat(scratch);
+    auto server_id = vat.getRoot<capnp::rpc::twoparty::VatId>();
+    server_id.setSide(capnp::rpc::twoparty::Side::SERVER);
+    gateway = rpc->bootstrap(server_id).castAs<rpc::Gateway>();
+    auto req = gateway.authenticateRequest();
+    req.setToken(options.token);
+    auto resp = req.send().wait(ws());
+    session = resp.getSession();
+    auto id = resp.getIdentity();
+    who.tenant = id.getTenant().cStr();
+    who.principal = id.getPrincipal().cStr();
+    for (auto s : id.getScopes())
+      who.scopes.emplace_back(s.cStr());
+    watch_lost = disconnected.addBranch().then([this] { lost = true; }).eagerlyEvaluate(nullptr);
+    lost = false;
+  }
+
+  // Runs `f` (a call) on a live connection: a lost one is dialled again first, so a client
+  // outlives a daemon restart or a dropped connection; only a call in flight when the
+  // connection went fails (unavailable).
+  template <class T, class F>
+  result<T> call(F&& f) {
+    ws().poll(); // a loss while the client was idle is noticed now
+    if (lost) {
+      auto r = guarded<void>([&] { dial(); });
+      if (!r)
+        return r.err();
+    }
+    sending_bytes = 0;
+    auto r = guarded<T>(std::forward<F>(f));
+    ws().poll();
+    if (!r && lost && sending_bytes + k_envelope_bytes > k_daemon_message_bytes)
+      // The connection went while a request over the daemon's limit was sent: that is why.
+      return make_error(errc::invalid_argument,
+                        "request too large: " + std::to_string(sending_bytes) +
+                          " bytes; sandboxd closed the connection on it (it reads at most " +
+                          std::to_string(k_daemon_message_bytes) +
+                          " bytes in one request unless configured otherwise); " +
+                          k_large_content_advice + ". The client connects again for its next call");
+    return r;
+  }
 
   // Lets calls that arrived before a call's answer (output and content chunks sent ahead
   // of it) run before the answer is handed back.
@@ -413,43 +543,9 @@ result<client> client::connect(const client_options& options) {
   if (!where)
     return where.err();
   auto m = std::make_unique<impl>();
-  auto r = guarded<void>([&] {
-    auto addr = m->io.provider->getNetwork().parseAddress(where->kj_form()).wait(m->ws());
-    m->stream = addr->connect().wait(m->ws());
-    if (where->type == address::kind::tcp && (options.tls || !where->loopback())) {
-      kj::TlsContext::Options o;
-      std::vector<kj::TlsCertificate> trusted;
-      if (!options.tls_trusted_file.empty()) {
-        trusted.emplace_back(read_text(options.tls_trusted_file).c_str());
-        o.useSystemTrustStore = false;
-        o.trustedCertificates = kj::arrayPtr(trusted.data(), trusted.size());
-      }
-      m->tls = kj::heap<kj::TlsContext>(kj::mv(o));
-      const auto name = options.tls_server_name.empty() ? where->host : options.tls_server_name;
-      m->stream = m->tls->wrapClient(kj::mv(m->stream), name).wait(m->ws());
-    }
-    m->stream = kj::heap<buffered_stream>(kj::mv(m->stream));
-    capnp::ReaderOptions ro;
-    ro.traversalLimitInWords = options.max_message_bytes / sizeof(capnp::word);
-    m->network =
-      kj::heap<capnp::TwoPartyVatNetwork>(*m->stream, capnp::rpc::twoparty::Side::CLIENT, ro);
-    m->rpc = kj::heap(capnp::makeRpcClient(*m->network));
-    m->disconnected = m->network->onDisconnect().fork();
-    capnp::word scratch[4]{};
-    capnp::MallocMessageBuilder vat(scratch);
-    auto server_id = vat.getRoot<capnp::rpc::twoparty::VatId>();
-    server_id.setSide(capnp::rpc::twoparty::Side::SERVER);
-    m->gateway = m->rpc->bootstrap(server_id).castAs<rpc::Gateway>();
-    auto req = m->gateway.authenticateRequest();
-    req.setToken(options.token);
-    auto resp = req.send().wait(m->ws());
-    m->session = resp.getSession();
-    auto id = resp.getIdentity();
-    m->who.tenant = id.getTenant().cStr();
-    m->who.principal = id.getPrincipal().cStr();
-    for (auto s : id.getScopes())
-      m->who.scopes.emplace_back(s.cStr());
-  });
+  m->options = options;
+  m->where = *where;
+  auto r = guarded<void>([&] { m->dial(); });
   if (!r)
     return r.err();
   return client(std::move(m));
@@ -460,14 +556,14 @@ const identity& client::who() const {
 }
 
 result<std::string> client::version() {
-  return guarded<std::string>([&] {
+  return impl_->call<std::string>([&] {
     auto r = impl_->gateway.versionRequest().send().wait(impl_->ws());
     return std::string(r.getVersion().cStr());
   });
 }
 
 result<sandbox_info> client::create(const create_options& o) {
-  return guarded<sandbox_info>([&] {
+  return impl_->call<sandbox_info>([&] {
     auto req = impl_->session.createRequest();
     auto r = req.initRequest();
     r.setTemplate(whole(o.template_name));
@@ -478,6 +574,7 @@ result<sandbox_info> client::create(const create_options& o) {
     r.setClientRequestId(whole(o.client_request_id));
     set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
     r.setNoPool(o.no_pool);
+    impl_->check_request_size(req);
     auto reply = req.send().wait(impl_->ws());
     auto info = info_of(reply.getInfo());
     info.from_pool = reply.getFromPool();
@@ -486,7 +583,7 @@ result<sandbox_info> client::create(const create_options& o) {
 }
 
 result<sandbox_info> client::get(const std::string& sandbox_id) {
-  return guarded<sandbox_info>([&] {
+  return impl_->call<sandbox_info>([&] {
     auto req = impl_->session.getRequest();
     req.setSandboxId(whole(sandbox_id));
     return info_of(req.send().wait(impl_->ws()).getInfo());
@@ -494,7 +591,7 @@ result<sandbox_info> client::get(const std::string& sandbox_id) {
 }
 
 result<list_page> client::list(const list_filter& f) {
-  return guarded<list_page>([&] {
+  return impl_->call<list_page>([&] {
     auto req = impl_->session.listRequest();
     auto filter = req.initFilter();
     auto states = filter.initStates(static_cast<unsigned>(f.states.size()));
@@ -538,7 +635,7 @@ result<list_page> client::list(const list_filter& f) {
 }
 
 result<sandbox_info> client::pause(const std::string& sandbox_id, events::pause_mode mode) {
-  return guarded<sandbox_info>([&] {
+  return impl_->call<sandbox_info>([&] {
     auto req = impl_->open(sandbox_id).pauseRequest();
     req.setMode(mode == events::pause_mode::memory ? schema::PauseMode::MEMORY
                                                    : schema::PauseMode::FILESYSTEM);
@@ -547,17 +644,18 @@ result<sandbox_info> client::pause(const std::string& sandbox_id, events::pause_
 }
 
 result<sandbox_info> client::resume(const std::string& sandbox_id) {
-  return guarded<sandbox_info>([&] {
+  return impl_->call<sandbox_info>([&] {
     return info_of(impl_->open(sandbox_id).resumeRequest().send().wait(impl_->ws()).getInfo());
   });
 }
 
 result<void> client::remove(const std::string& sandbox_id) {
-  return guarded<void>([&] { impl_->open(sandbox_id).deleteRequest().send().wait(impl_->ws()); });
+  return impl_->call<void>(
+    [&] { impl_->open(sandbox_id).deleteRequest().send().wait(impl_->ws()); });
 }
 
 result<void> client::redact(const std::string& sandbox_id, const std::string& reason) {
-  return guarded<void>([&] {
+  return impl_->call<void>([&] {
     auto req = impl_->session.redactRequest();
     req.setSandboxId(whole(sandbox_id));
     req.setReason(whole(reason));
@@ -566,7 +664,7 @@ result<void> client::redact(const std::string& sandbox_id, const std::string& re
 }
 
 result<std::vector<template_info>> client::list_templates() {
-  return guarded<std::vector<template_info>>([&] {
+  return impl_->call<std::vector<template_info>>([&] {
     auto t = impl_->session.templatesRequest().send().getTemplates();
     auto r = t.listRequest().send().wait(impl_->ws());
     std::vector<template_info> out;
@@ -577,7 +675,7 @@ result<std::vector<template_info>> client::list_templates() {
 }
 
 result<template_info> client::get_template(const std::string& name) {
-  return guarded<template_info>([&] {
+  return impl_->call<template_info>([&] {
     auto req = impl_->session.templatesRequest().send().getTemplates().getRequest();
     req.setName(whole(name));
     return template_of(req.send().wait(impl_->ws()).getTemplate());
@@ -587,7 +685,7 @@ result<template_info> client::get_template(const std::string& name) {
 result<template_info> client::build_template(const std::string& name,
                                              const progress_callback& on_progress) {
   auto on = std::make_shared<const progress_callback*>(&on_progress);
-  auto r = guarded<template_info>([&] {
+  auto r = impl_->call<template_info>([&] {
     auto req = impl_->session.templatesRequest().send().getTemplates().buildRequest();
     req.setName(whole(name));
     if (on_progress)
@@ -601,7 +699,7 @@ result<template_info> client::build_template(const std::string& name,
 }
 
 result<template_info> client::delete_template(const std::string& name) {
-  return guarded<template_info>([&] {
+  return impl_->call<template_info>([&] {
     auto req = impl_->session.templatesRequest().send().getTemplates().deleteRequest();
     req.setName(whole(name));
     return template_of(req.send().wait(impl_->ws()).getTemplate());
@@ -620,7 +718,7 @@ result<template_info> client::import_template(const std::string& name, const std
     return make_error(errc::invalid_argument,
                       "archive format '" + format + "' is neither rootfs nor image");
   auto on = std::make_shared<const progress_callback*>(&on_progress);
-  auto r = guarded<template_info>([&] {
+  auto r = impl_->call<template_info>([&] {
     auto req = impl_->session.templatesRequest().send().getTemplates().importArchiveRequest();
     req.setName(whole(name));
     req.setScope(scope == "global" ? schema::TemplateScope::GLOBAL : schema::TemplateScope::TENANT);
@@ -628,24 +726,41 @@ result<template_info> client::import_template(const std::string& name, const std
     req.setDescription(whole(description));
     if (on_progress)
       req.setProgress(kj::heap<progress_sink>(on));
-    auto upload = req.send().getUpload();
-    std::string chunk;
-    for (;;) {
-      const auto step = next(chunk);
-      if (step == source_step::failed)
-        throw_error(errc::invalid_argument, "the archive for template " + name +
-                                              " could not be read; nothing was imported");
-      if (step == source_step::end)
-        break;
-      if (chunk.empty())
-        continue;
-      auto w = upload.writeRequest();
-      w.setData(kj::arrayPtr(reinterpret_cast<const kj::byte*>(chunk.data()), chunk.size()));
-      w.send().wait(impl_->ws());
-    }
-    auto answer = upload.commitRequest().send().wait(impl_->ws());
-    impl_->drain();
-    return template_of(answer.getTemplate());
+    return upload_template(req.send().getUpload(), next,
+                           "the archive for template " + name +
+                             " could not be read; nothing was imported",
+                           impl_->ws(), [this] { impl_->drain(); });
+  });
+  *on = nullptr;
+  return r;
+}
+
+result<template_info> client::build_template_spec(const spec_build& request,
+                                                  const chunk_source& context,
+                                                  const progress_callback& on_progress) {
+  if (request.scope != "tenant" && request.scope != "global")
+    return make_error(errc::invalid_argument,
+                      "template scope '" + request.scope + "' is neither tenant nor global");
+  if (request.format != "toml" && request.format != "dockerfile")
+    return make_error(errc::invalid_argument,
+                      "spec format '" + request.format + "' is neither toml nor dockerfile");
+  auto on = std::make_shared<const progress_callback*>(&on_progress);
+  auto r = impl_->call<template_info>([&] {
+    auto req = impl_->session.templatesRequest().send().getTemplates().buildSpecRequest();
+    req.setName(whole(request.name));
+    req.setScope(request.scope == "global" ? schema::TemplateScope::GLOBAL
+                                           : schema::TemplateScope::TENANT);
+    req.setFormat(request.format == "dockerfile" ? rpc::SpecFormat::DOCKERFILE
+                                                 : rpc::SpecFormat::TOML);
+    req.setSpec(whole(request.spec));
+    req.setDescription(whole(request.description));
+    if (on_progress)
+      req.setProgress(kj::heap<progress_sink>(on));
+    impl_->check_request_size(req);
+    return upload_template(req.send().getUpload(), context,
+                           "the build context of template " + request.name +
+                             " could not be read; nothing was built",
+                           impl_->ws(), [this] { impl_->drain(); });
   });
   *on = nullptr;
   return r;
@@ -653,7 +768,7 @@ result<template_info> client::import_template(const std::string& name, const std
 
 result<sandbox_info> client::set_timeouts(const std::string& sandbox_id,
                                           const timeout_change& change) {
-  return guarded<sandbox_info>([&] {
+  return impl_->call<sandbox_info>([&] {
     auto req = impl_->open(sandbox_id).setTimeoutsRequest();
     api::set_timeouts(req.initTimeouts(), change);
     return info_of(req.send().wait(impl_->ws()).getInfo());
@@ -666,7 +781,7 @@ result<std::string> client::watch(const std::string& sandbox_id, std::uint64_t f
   state->callback = &on_event;
   auto paf = kj::newPromiseAndFulfiller<void>();
   state->done = kj::mv(paf.fulfiller);
-  auto r = guarded<std::string>([&] {
+  auto r = impl_->call<std::string>([&] {
     auto req = impl_->open(sandbox_id).watchRequest();
     req.setFromSequence(from_sequence);
     req.setSink(kj::heap<event_sink>(state));
@@ -680,9 +795,10 @@ result<std::string> client::watch(const std::string& sandbox_id, std::uint64_t f
 result<exec_result> client::exec(const std::string& sandbox_id, const exec_options& options,
                                  const output_callback& on_output) {
   auto on = std::make_shared<const output_callback*>(&on_output);
-  auto r = guarded<exec_result>([&] {
+  auto r = impl_->call<exec_result>([&] {
     auto req = impl_->open(sandbox_id).execRequest();
     set_exec_request(req.initRequest(), options);
+    impl_->check_request_size(req);
     if (on_output)
       req.setOutput(kj::heap<output_sink>(on));
     auto resp = req.send().wait(impl_->ws());
@@ -694,16 +810,17 @@ result<exec_result> client::exec(const std::string& sandbox_id, const exec_optio
 }
 
 result<exec_info> client::start(const std::string& sandbox_id, const exec_options& options) {
-  return guarded<exec_info>([&] {
+  return impl_->call<exec_info>([&] {
     auto req = impl_->open(sandbox_id).startRequest();
     set_exec_request(req.initRequest(), options);
+    impl_->check_request_size(req);
     auto exec = req.send().getExec();
     return exec_info_of(exec.infoRequest().send().wait(impl_->ws()).getInfo());
   });
 }
 
 result<std::vector<exec_info>> client::execs(const std::string& sandbox_id) {
-  return guarded<std::vector<exec_info>>([&] {
+  return impl_->call<std::vector<exec_info>>([&] {
     auto resp = impl_->open(sandbox_id).execsRequest().send().wait(impl_->ws());
     std::vector<exec_info> out;
     for (auto e : resp.getExecs())
@@ -713,7 +830,7 @@ result<std::vector<exec_info>> client::execs(const std::string& sandbox_id) {
 }
 
 result<exec_result> client::wait_exec(const std::string& sandbox_id, const std::string& exec_id) {
-  return guarded<exec_result>([&] {
+  return impl_->call<exec_result>([&] {
     auto req = impl_->open(sandbox_id).openExecRequest();
     req.setExecId(whole(exec_id));
     auto exec = req.send().getExec();
@@ -723,7 +840,7 @@ result<exec_result> client::wait_exec(const std::string& sandbox_id, const std::
 
 result<void> client::kill_exec(const std::string& sandbox_id, const std::string& exec_id,
                                int signal) {
-  return guarded<void>([&] {
+  return impl_->call<void>([&] {
     auto req = impl_->open(sandbox_id).openExecRequest();
     req.setExecId(whole(exec_id));
     auto kill = req.send().getExec().killRequest();
@@ -735,7 +852,7 @@ result<void> client::kill_exec(const std::string& sandbox_id, const std::string&
 result<file_digest> client::read_file(const std::string& sandbox_id, const std::string& path,
                                       const chunk_callback& on_chunk) {
   auto on = std::make_shared<const chunk_callback*>(&on_chunk);
-  auto r = guarded<file_digest>([&] {
+  auto r = impl_->call<file_digest>([&] {
     auto req = impl_->open(sandbox_id).readFileRequest();
     req.setPath(whole(path));
     req.setSink(kj::heap<byte_sink>(on));
@@ -749,7 +866,7 @@ result<file_digest> client::read_file(const std::string& sandbox_id, const std::
 
 result<file_digest> client::write_file(const std::string& sandbox_id, const std::string& path,
                                        std::uint32_t mode, const chunk_source& next) {
-  return guarded<file_digest>([&] {
+  return impl_->call<file_digest>([&] {
     auto req = impl_->open(sandbox_id).writeFileRequest();
     req.setPath(whole(path));
     req.setMode(mode);
@@ -778,7 +895,7 @@ result<file_digest> client::write_file(const std::string& sandbox_id, const std:
 
 result<dir_listing> client::list_dir(const std::string& sandbox_id, const std::string& path,
                                      std::uint32_t limit) {
-  return guarded<dir_listing>([&] {
+  return impl_->call<dir_listing>([&] {
     auto req = impl_->open(sandbox_id).listDirRequest();
     req.setPath(whole(path));
     req.setLimit(limit);
@@ -792,7 +909,7 @@ result<dir_listing> client::list_dir(const std::string& sandbox_id, const std::s
 }
 
 result<file_info> client::stat(const std::string& sandbox_id, const std::string& path) {
-  return guarded<file_info>([&] {
+  return impl_->call<file_info>([&] {
     auto req = impl_->open(sandbox_id).statRequest();
     req.setPath(whole(path));
     return file_info_of(req.send().wait(impl_->ws()).getInfo());
@@ -801,7 +918,7 @@ result<file_info> client::stat(const std::string& sandbox_id, const std::string&
 
 result<void> client::make_dir(const std::string& sandbox_id, const std::string& path,
                               bool parents) {
-  return guarded<void>([&] {
+  return impl_->call<void>([&] {
     auto req = impl_->open(sandbox_id).makeDirRequest();
     req.setPath(whole(path));
     req.setParents(parents);
@@ -811,7 +928,7 @@ result<void> client::make_dir(const std::string& sandbox_id, const std::string& 
 
 result<void> client::remove_path(const std::string& sandbox_id, const std::string& path,
                                  bool recursive) {
-  return guarded<void>([&] {
+  return impl_->call<void>([&] {
     auto req = impl_->open(sandbox_id).removeRequest();
     req.setPath(whole(path));
     req.setRecursive(recursive);
@@ -821,7 +938,7 @@ result<void> client::remove_path(const std::string& sandbox_id, const std::strin
 
 result<void> client::rename(const std::string& sandbox_id, const std::string& from,
                             const std::string& to) {
-  return guarded<void>([&] {
+  return impl_->call<void>([&] {
     auto req = impl_->open(sandbox_id).renameRequest();
     req.setFrom(from);
     req.setTo(to);
@@ -831,7 +948,7 @@ result<void> client::rename(const std::string& sandbox_id, const std::string& fr
 
 result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns,
                                  std::int64_t to_ns, bill_grouping by) {
-  return guarded<bill_report>([&] {
+  return impl_->call<bill_report>([&] {
     auto req = impl_->admin_cap().billRequest();
     req.setTenant(whole(tenant));
     req.setFromNs(from_ns);
@@ -865,7 +982,7 @@ result<bill_report> client::bill(const std::string& tenant, std::int64_t from_ns
 }
 
 result<audit_page> client::audit(const audit_query& q) {
-  return guarded<audit_page>([&] {
+  return impl_->call<audit_page>([&] {
     auto req = impl_->admin_cap().auditRequest();
     auto query = req.initQuery();
     query.setTenant(whole(q.tenant));
@@ -899,7 +1016,7 @@ result<audit_page> client::audit(const audit_query& q) {
 }
 
 result<audit_check> client::audit_verify(const std::string& tenant) {
-  return guarded<audit_check>([&] {
+  return impl_->call<audit_check>([&] {
     auto req = impl_->admin_cap().auditVerifyRequest();
     req.setTenant(whole(tenant));
     auto resp = req.send().wait(impl_->ws());
@@ -914,7 +1031,7 @@ result<audit_check> client::audit_verify(const std::string& tenant) {
 }
 
 result<std::vector<streamed_event>> client::history(const std::string& sandbox_id) {
-  return guarded<std::vector<streamed_event>>([&]() -> result<std::vector<streamed_event>> {
+  return impl_->call<std::vector<streamed_event>>([&]() -> result<std::vector<streamed_event>> {
     auto req = impl_->admin_cap().historyRequest();
     req.setSandboxId(whole(sandbox_id));
     auto resp = req.send().wait(impl_->ws());
@@ -934,7 +1051,7 @@ result<std::vector<streamed_event>> client::history(const std::string& sandbox_i
 }
 
 result<projection_check> client::verify_projection(const std::string& name) {
-  return guarded<projection_check>([&] {
+  return impl_->call<projection_check>([&] {
     auto req = impl_->admin_cap().verifyProjectionRequest();
     req.setName(whole(name));
     auto resp = req.send().wait(impl_->ws());
@@ -954,7 +1071,7 @@ result<projection_check> client::verify_projection(const std::string& name) {
 }
 
 result<std::vector<projection_partition>> client::projection_status() {
-  return guarded<std::vector<projection_partition>>([&] {
+  return impl_->call<std::vector<projection_partition>>([&] {
     auto resp = impl_->admin_cap().projectionStatusRequest().send().wait(impl_->ws());
     std::vector<projection_partition> out;
     for (auto p : resp.getPartitions())
@@ -965,7 +1082,7 @@ result<std::vector<projection_partition>> client::projection_status() {
 }
 
 result<projection_rebuild> client::rebuild_projection(const std::string& name) {
-  return guarded<projection_rebuild>([&] {
+  return impl_->call<projection_rebuild>([&] {
     auto req = impl_->admin_cap().rebuildProjectionRequest();
     req.setName(whole(name));
     auto resp = req.send().wait(impl_->ws());
@@ -979,7 +1096,7 @@ result<projection_rebuild> client::rebuild_projection(const std::string& name) {
 }
 
 result<determinism_check> client::check_determinism(const std::string& sandbox_id) {
-  return guarded<determinism_check>([&] {
+  return impl_->call<determinism_check>([&] {
     auto req = impl_->admin_cap().checkDeterminismRequest();
     req.setSandboxId(whole(sandbox_id));
     auto resp = req.send().wait(impl_->ws());
@@ -998,7 +1115,7 @@ result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& fro
   state->callback = &on_event;
   auto paf = kj::newPromiseAndFulfiller<void>();
   state->done = kj::mv(paf.fulfiller);
-  auto r = guarded<std::string>([&] {
+  auto r = impl_->call<std::string>([&] {
     auto req = impl_->admin_cap().tailRequest();
     auto list = req.initFrom(static_cast<unsigned>(from.size()));
     unsigned i = 0;

@@ -211,6 +211,15 @@ public:
                                         const std::string& format, const std::string& description,
                                         const chunk_source& next,
                                         const progress_callback& on_progress = {});
+  // Template `name` built from a spec (format "toml" or "dockerfile"; docs/templates.md), in
+  // scope "tenant" or "global" (admin), with the build context `context` gives (a tar; a
+  // source that ends at once: none); each step and its output reach `on_progress`; answers
+  // once it is ready, or the error that failed it.
+  struct spec_build {
+    std::string name, scope = "tenant", format = "toml", spec, description;
+  };
+  result<template_info> build_template_spec(const spec_build& request, const chunk_source& context,
+                                            const progress_callback& on_progress = {});
 
   // Admin scope.
   result<bill_report> bill(const std::string& tenant, std::int64_t from_ns, std::int64_t to_ns,

@@ -45,7 +45,7 @@ result<void> check_ceilings(const events::sandbox_limits& limits,
                             const events::sandbox_limits& ceilings);
 
 // Environment variables, checked: a name is non-empty and has no '=' or NUL; a value has
-// no NUL. Secret values are kept here: the control plane logs only their hash.
+// no NUL. Secret values are kept here: the control plane logs only their names.
 result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader vars);
 
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d);

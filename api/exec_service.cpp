@@ -235,7 +235,7 @@ result<actors::exec_request> exec_request_of(rpc::ExecRequest::Reader r, const c
   x.env = std::move(env).value();
   if (auto ok = check_env(x.env, d.inputs); !ok)
     return ok.err();
-  x.cwd = r.getCwd().size() ? whole_text(r.getCwd()) : "/";
+  x.cwd = whole_text(r.getCwd()); // "": the template's (with_template_cwd), else "/"
   if (auto ok = check_size("cwd", x.cwd.size(), d.inputs.cwd_bytes); !ok)
     return ok.err();
   if (r.getTimeoutNs() < 0)
@@ -427,6 +427,14 @@ private:
 
 } // namespace
 
+// An exec that names no working directory starts in its template's (the image's WORKDIR, a
+// spec's WORKDIR), as the exec_started event then records; "/" when the template has none.
+static void with_template_cwd(actors::exec_request& req, const actors::sandbox_state& state) {
+  if (req.cwd.empty())
+    req.cwd =
+      state.spec.content.working_directory.empty() ? "/" : state.spec.content.working_directory;
+}
+
 kj::Promise<void>
 serve_exec(const sandbox_ref& s,
            capnp::CallContext<rpc::Sandbox::ExecParams, rpc::Sandbox::ExecResults> context) {
@@ -446,7 +454,9 @@ serve_exec(const sandbox_ref& s,
     auto& held = *pipe;
     return operation<events::exec_finished>(
              s,
-             [s, req = std::move(req), sink = std::move(sink)](auto done) mutable {
+             [s, req = std::move(req),
+              sink = std::move(sink)](auto done, const actors::sandbox_state& state) mutable {
+               with_template_cwd(req, state);
                s.ctx->plane->exec(s.id, s.caller(), std::move(req), std::move(sink),
                                   std::move(done));
              })
@@ -490,12 +500,13 @@ serve_start(const sandbox_ref& s,
     const auto started = now_ns();
     auto owned = kj::heap<std::optional<output_pipe>>(std::move(out));
     auto& held = *owned;
-    return operation<std::string>(
-             s,
-             [s, req = std::move(req), sink = std::move(sink)](auto done) mutable {
-               s.ctx->plane->start_exec(s.id, s.caller(), std::move(req), std::move(sink),
-                                        std::move(done));
-             })
+    return operation<std::string>(s,
+                                  [s, req = std::move(req), sink = std::move(sink)](
+                                    auto done, const actors::sandbox_state& state) mutable {
+                                    with_template_cwd(req, state);
+                                    s.ctx->plane->start_exec(s.id, s.caller(), std::move(req),
+                                                             std::move(sink), std::move(done));
+                                  })
       .then([s, context, &held, argv = std::move(argv), started,
              in](actors::op_result<std::string> r) mutable {
         auto exec_id = take(std::move(r));

@@ -13,7 +13,9 @@
 namespace sandboxd::api {
 namespace {
 
-constexpr std::size_t k_chunk_bytes = 64u << 10;
+// A readFile chunk: large enough that a 64 MiB file is 64 calls, not 1,024, small enough that
+// a client's reader takes it within its default limits.
+constexpr std::size_t k_chunk_bytes = 1u << 20;
 
 rpc::FileType type_of(runtime::file_type t) {
   switch (t) {
@@ -238,25 +240,29 @@ kj::Promise<void> serve_read_file(
     auto params = context.getParams();
     auto path = path_of(params.getPath());
     auto sink = params.getSink();
-    return stat_of(s, path).then([s, context, path,
-                                  sink = kj::mv(sink)](runtime::file_info info) mutable {
-      return operation<std::string>(s,
-                                    [s, path](auto done) {
-                                      s.ctx->plane->read_file(s.id, s.caller(), path,
-                                                              std::move(done));
-                                    })
-        .then([context, path, info, sink = kj::mv(sink)](actors::op_result<std::string> r) mutable {
-          auto content = std::make_shared<const std::string>(take(std::move(r)));
-          info.size = content->size();
-          const auto digest = sha256_of(*content);
-          return send_chunks(kj::mv(sink), content, 0)
-            .then([context, path, info, digest]() mutable {
-              auto results = context.getResults();
-              fill(results.initInfo(), path, info);
-              results.setSha256(bytes(digest));
+    return stat_of(s, path).then(
+      [s, context, path, sink = kj::mv(sink)](runtime::file_info info) mutable {
+        using file_content = actors::control_plane::file_content;
+        return operation<file_content>(s,
+                                       [s, path](auto done) {
+                                         s.ctx->plane->read_file_with_digest(s.id, s.caller(), path,
+                                                                             std::move(done));
+                                       })
+          .then(
+            [context, path, info, sink = kj::mv(sink)](actors::op_result<file_content> r) mutable {
+              auto read = take(std::move(r));
+              // The digest the file_read event records: the content is hashed once, on the pool.
+              const auto digest = read.sha256;
+              auto content = std::make_shared<const std::string>(std::move(read.bytes));
+              info.size = content->size();
+              return send_chunks(kj::mv(sink), content, 0)
+                .then([context, path, info, digest]() mutable {
+                  auto results = context.getResults();
+                  fill(results.initInfo(), path, info);
+                  results.setSha256(bytes(digest));
+                });
             });
-        });
-    });
+      });
   });
 }
 

@@ -32,7 +32,7 @@ std::size_t log_follower::read_some(std::int32_t partition) {
       continue;
     }
     const auto& e = d.get();
-    ledger_.apply(e);
+    ledger_.apply(e, rec.value.size());
     if (std::holds_alternative<events::created>(e.body)) {
       std::lock_guard l(mu_);
       first_.emplace(e.sandbox_id, rec.offset);

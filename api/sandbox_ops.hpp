@@ -9,6 +9,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 
 namespace sandboxd::api {
 
@@ -26,16 +27,22 @@ struct sandbox_ref {
 
 // A control-plane operation on the sandbox `s` as a kj promise. The sandbox is looked up
 // first (service_context::query): a deleted, missing or other tenant's sandbox is the same
-// NOT_FOUND for every call. Then `start` is called with the completion, which may run on
+// NOT_FOUND for every call. Then `start` is called with the completion (and, when it takes
+// one, the sandbox's state as the lookup saw it), which may run on
 // any thread; the promise resolves on the loop. `start` is kept until then (capture by
 // value).
 template <class T, class Start>
 kj::Promise<actors::op_result<T>> operation(const sandbox_ref& s, Start start) {
+  s.ctx->admit_log(s.who.tenant);
   return s.ctx->query(s.id, s.who.tenant)
     .then([ctx = s.ctx, id = s.id, start = std::move(start)](actors::command_reply r) mutable {
       check(r);
       auto [promise, done] = ctx->bridge->template expect<actors::op_result<T>>();
-      start(actors::op_done<T>(std::move(done)));
+      // A `start` that takes the sandbox's state too gets it as the lookup saw it.
+      if constexpr (std::is_invocable_v<Start&, actors::op_done<T>, const actors::sandbox_state&>)
+        start(actors::op_done<T>(std::move(done)), r.state);
+      else
+        start(actors::op_done<T>(std::move(done)));
       return promise.then([id](actors::op_result<T> r) {
         // Deleted between the lookup and the operation: still the one NOT_FOUND.
         if (r.failure && r.failure->code == errc::not_found &&

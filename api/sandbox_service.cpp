@@ -61,6 +61,7 @@ public:
     // The command takes the complete settings: read the current ones from the actor, apply
     // the request, then set. (A set by another client in between is overwritten.)
     return sandbox_call(*ctx_, conn_, "Sandbox.setTimeouts", [this, context]() mutable {
+      ctx_->admit_log(who_.tenant);
       return ctx_->query(id_, who_.tenant)
         .then([ctx = ctx_, self = this, context](actors::command_reply r) mutable {
           check(r);
@@ -112,6 +113,7 @@ private:
   template <class Context>
   kj::Promise<void> command(const char* method, Context context, actors::command_body body) {
     return sandbox_call(*ctx_, conn_, method, [this, context, body = std::move(body)]() mutable {
+      ctx_->admit_log(who_.tenant);
       return existing()
         .then([ctx = ctx_, self = this, body = std::move(body)](actors::command_reply) mutable {
           return ctx->submit(self->id_, self->command_of(std::move(body)),

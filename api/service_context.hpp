@@ -99,6 +99,12 @@ struct service_context {
     auto it = options.quotas.find(tenant);
     return it == options.quotas.end() ? options.quota : it->second;
   }
+  // Throws resource_exhausted once `tenant` has used its log budget for the hour
+  // (log_budget.hpp). Every call that logs what a tenant sends checks it first; delete and
+  // redact do not, so a tenant out of budget can still give resources back.
+  void admit_log(const std::string& tenant) const {
+    check_result(ledger->admit_log(tenant, quota_of(tenant), std::chrono::system_clock::now()));
+  }
   std::string correlation_id(const connection_state& c) {
     return "rpc-" + std::to_string(c.id) + "-" + std::to_string(++next_call);
   }

@@ -198,6 +198,7 @@ public:
         auto& ctx = *ctx_;
         auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
         const bool pooled = !context.getParams().getRequest().getNoPool();
+        ctx.admit_log(who_.tenant);
         auto id = new_sandbox_id(*ctx.ledger);
         check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
         auto* registry = ctx.options.templates;

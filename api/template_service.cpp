@@ -4,6 +4,7 @@
 // template workers, since a stock build takes minutes and a deletion collects layers.
 #include "api/convert.hpp"
 #include "api/service_context.hpp"
+#include "api/upload_pipe.hpp"
 #include "templates/stock_templates.hpp"
 #include "templates/template_registry.hpp"
 
@@ -13,10 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <deque>
 #include <functional>
-#include <mutex>
 
 namespace sandboxd::api {
 namespace {
@@ -94,6 +92,20 @@ void fill_template(rpc::TemplateInfo::Builder out, const templates::template_sta
     users.set(i, used_by[i]);
 }
 
+events::template_scope scope_of(schema::TemplateScope s) {
+  return s == schema::TemplateScope::GLOBAL ? events::template_scope::global
+                                            : events::template_scope::tenant;
+}
+
+// An import's or a build's description: at most 256 bytes of UTF-8 (invalid_argument).
+std::string description_of(capnp::Text::Reader text, const std::string& whose) {
+  std::string d = whole_text(text);
+  if (d.size() > 256 || !is_text(d))
+    throw_error(errc::invalid_argument,
+                whose + " description is at most 256 bytes of UTF-8; shorten it");
+  return d;
+}
+
 // A stock template that this node has not built yet: what a build or first use would make.
 void fill_stock(rpc::TemplateInfo::Builder out, const templates::stock_definition& d) {
   out.setName(d.name);
@@ -155,89 +167,6 @@ private:
   kj::TaskSet tasks_;
 };
 
-// The bytes of an import, from the loop (TemplateUpload.write) to the template worker that
-// unpacks them (a templates::chunk_source). At most k_high bytes wait; a write past that
-// waits for the worker to take them, which is the stream's flow control towards the client.
-class upload_pipe {
-public:
-  static constexpr std::size_t k_high = 16u << 20;
-
-  // Loop thread. True when the bytes were taken and there is room for more; false when the
-  // caller must wait until `room` is called (from any thread, once).
-  bool push(std::string data, std::function<void(bool)> room) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (reader_gone_)
-      return true; // the import ended already: its answer says why
-    queued_ += data.size();
-    chunks_.push_back(std::move(data));
-    cv_.notify_one();
-    if (queued_ < k_high)
-      return true;
-    room_ = std::move(room);
-    return false;
-  }
-  void close() {
-    std::lock_guard<std::mutex> g(mu_);
-    closed_ = true;
-    cv_.notify_one();
-  }
-  void fail(std::string why) {
-    std::lock_guard<std::mutex> g(mu_);
-    failed_ = std::move(why);
-    cv_.notify_one();
-  }
-  // Template worker: the next bytes, 0 at the end, -1 when the upload failed.
-  long pull(const void** data, std::string* why) {
-    std::function<void(bool)> wake;
-    long n = 0;
-    {
-      std::unique_lock<std::mutex> g(mu_);
-      cv_.wait(g, [&] { return !chunks_.empty() || closed_ || !failed_.empty(); });
-      if (!failed_.empty()) {
-        *why = failed_;
-        return -1;
-      }
-      if (chunks_.empty())
-        return 0;
-      current_ = std::move(chunks_.front());
-      chunks_.pop_front();
-      queued_ -= current_.size();
-      if (room_ && queued_ < k_high / 2)
-        wake = std::move(room_);
-      room_ = nullptr;
-      *data = current_.data();
-      n = static_cast<long>(current_.size());
-    }
-    if (wake)
-      wake(true);
-    return n;
-  }
-  // Template worker: the import is over; later writes are dropped, a waiting one goes on.
-  void reader_done() {
-    std::function<void(bool)> wake;
-    {
-      std::lock_guard<std::mutex> g(mu_);
-      reader_gone_ = true;
-      chunks_.clear();
-      queued_ = 0;
-      wake = std::move(room_);
-      room_ = nullptr;
-    }
-    if (wake)
-      wake(true);
-  }
-
-private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::string> chunks_;
-  std::string current_;
-  std::size_t queued_ = 0;
-  bool closed_ = false, reader_gone_ = false;
-  std::string failed_;
-  std::function<void(bool)> room_;
-};
-
 using imported = result<templates::template_state>;
 
 class template_upload final : public rpc::TemplateUpload::Server {
@@ -255,11 +184,15 @@ public:
     if (committed_)
       throw_error(errc::conflict, "the archive was committed already; start another import");
     auto data = context.getParams().getData();
-    auto [room, wake] = ctx_->bridge->expect<bool>();
-    if (pipe_->push(std::string(reinterpret_cast<const char*>(data.begin()), data.size()),
-                    std::move(wake)))
-      return kj::READY_NOW;
-    return room.ignoreResult();
+    kj::Maybe<kj::Promise<bool>> room;
+    pipe_->push(std::string(reinterpret_cast<const char*>(data.begin()), data.size()), [&] {
+      auto [promise, wake] = ctx_->bridge->expect<bool>();
+      room = kj::mv(promise);
+      return wake;
+    });
+    KJ_IF_MAYBE (r, room)
+      return r->ignoreResult();
+    return kj::READY_NOW;
   }
 
   kj::Promise<void> commit(CommitContext context) override {
@@ -369,44 +302,81 @@ public:
       auto params = context.getParams();
       templates::import_request req;
       req.name = whole_text(params.getName());
-      req.scope = params.getScope() == schema::TemplateScope::GLOBAL
-                    ? events::template_scope::global
-                    : events::template_scope::tenant;
+      req.scope = scope_of(params.getScope());
       req.format = params.getFormat() == rpc::ArchiveFormat::IMAGE
                      ? templates::archive_format::image
                      : templates::archive_format::rootfs;
-      req.description = whole_text(params.getDescription());
-      if (req.description.size() > 256 || !is_text(req.description))
-        throw_error(errc::invalid_argument,
-                    "an import's description is at most 256 bytes of UTF-8; shorten it");
+      req.description = description_of(params.getDescription(), "an import's");
       // Refused at once, before a byte is sent: a bad or taken name, a global one without
-      // admin (the import checks again when it starts).
-      if (auto m = templates::may_make(r->snapshot(), asker(), req.scope, req.name); !m)
+      // admin, a tenant at its template quota (the import checks again when it starts).
+      if (auto m = r->may_make(asker(), req.scope, req.name); !m)
         throw_error(m.err());
-      auto pipe = std::make_shared<upload_pipe>();
-      std::shared_ptr<progress_relay> relay;
-      if (params.hasProgress())
-        relay = std::make_shared<progress_relay>(params.getProgress());
-      auto sink = sink_of(relay);
-      auto done =
-        ctx_
-          ->on_pool<imported>(
-            *ctx_->template_workers,
-            [r, who = asker(), req = std::move(req), pipe, sink] {
-              auto t = r->import_archive(
-                who, req,
-                [pipe](const void** data, std::string* why) { return pipe->pull(data, why); },
-                sink);
-              pipe->reader_done();
-              return t;
-            })
-          .then([relay](std::shared_ptr<imported> t) { return t; }); // the relay lives until then
-      context.getResults().setUpload(kj::heap<template_upload>(ctx_, pipe, kj::mv(done), r));
+      context.getResults().setUpload(
+        upload_to(params, [r, who = asker(), req = std::move(req)](
+                            templates::chunk_source source, const templates::progress_sink& sink) {
+          return r->import_archive(who, req, std::move(source), sink);
+        }));
+      return kj::READY_NOW;
+    });
+  }
+
+  kj::Promise<void> buildSpec(BuildSpecContext context) override {
+    return plain_call(*ctx_, conn_, "Templates.buildSpec", [this, context]() mutable {
+      auto* r = &registry();
+      auto params = context.getParams();
+      templates::spec_request req;
+      req.name = whole_text(params.getName());
+      req.scope = scope_of(params.getScope());
+      req.format = params.getFormat() == rpc::SpecFormat::DOCKERFILE
+                     ? templates::spec_format::dockerfile
+                     : templates::spec_format::toml;
+      req.text = whole_text(params.getSpec());
+      req.description = description_of(params.getDescription(), "a build's");
+      if (req.text.size() > k_max_spec_bytes || !is_text(req.text))
+        throw_error(errc::invalid_argument,
+                    "a spec is at most 256 KiB of UTF-8 without NUL bytes; shorten it");
+      // Refused at once, before the context is sent: a spec that does not parse, a bad or
+      // taken name, a global one without admin (the build checks again when it starts).
+      if (auto p = templates::parse_spec(req.format, req.text); !p)
+        throw_error(p.err());
+      if (auto m = r->may_make(asker(), req.scope, req.name); !m) // the quota too
+        throw_error(m.err());
+      context.getResults().setUpload(
+        upload_to(params, [r, who = asker(), req = std::move(req)](
+                            templates::chunk_source source, const templates::progress_sink& sink) {
+          return r->build_spec(who, req, std::move(source), sink);
+        }));
       return kj::READY_NOW;
     });
   }
 
 private:
+  static constexpr std::size_t k_max_spec_bytes = 256u << 10;
+
+  // The upload of an import or a spec build: `work` runs on a template worker with the bytes
+  // written to the upload as its source and the caller's progress sink (from `params`), and
+  // the upload's commit answers what it made.
+  template <class Params, class Work>
+  rpc::TemplateUpload::Client upload_to(Params params, Work work) {
+    auto pipe = std::make_shared<upload_pipe>();
+    std::shared_ptr<progress_relay> relay;
+    if (params.hasProgress())
+      relay = std::make_shared<progress_relay>(params.getProgress());
+    auto sink = sink_of(relay);
+    auto done =
+      ctx_
+        ->on_pool<imported>(
+          *ctx_->template_workers,
+          [work = std::move(work), pipe, sink] {
+            auto t = work(
+              [pipe](const void** data, std::string* why) { return pipe->pull(data, why); }, sink);
+            pipe->reader_done();
+            return t;
+          })
+        .then([relay](std::shared_ptr<imported> t) { return t; }); // the relay lives until then
+    return kj::heap<template_upload>(ctx_, pipe, kj::mv(done), &registry());
+  }
+
   // The worker reaches the relay only through the loop, and holds no strong reference: the
   // relay is destroyed on the loop thread, after the answer.
   templates::progress_sink sink_of(const std::shared_ptr<progress_relay>& relay) const {

@@ -1,5 +1,7 @@
 #include "api/tenant_ledger.hpp"
 
+#include <algorithm>
+
 namespace sandboxd::api {
 
 tenant_ledger::tenant_ledger(events::sandbox_limits defaults) : defaults_(defaults) {}
@@ -39,8 +41,12 @@ void tenant_ledger::remove(const holding& h) {
     totals_.erase(it);
 }
 
-void tenant_ledger::apply(const events::event& e) {
+void tenant_ledger::apply(const events::event& e, std::uint64_t record_bytes) {
   std::lock_guard l(mu_);
+  if (record_bytes > 0 && !e.tenant.empty()) {
+    log_.spend(e.tenant, record_bytes, e.occurred_at);
+    newest_ = std::max(newest_, log_budget::time_point(e.occurred_at));
+  }
   if (auto* c = std::get_if<events::created>(&e.body)) {
     if (live_.count(e.sandbox_id))
       return; // a duplicate record
@@ -107,6 +113,18 @@ result<void> tenant_ledger::reserve(const std::string& tenant, const std::string
   add(h);
   reserved_.emplace(sandbox_id, std::move(h));
   return {};
+}
+
+result<void> tenant_ledger::admit_log(const std::string& tenant, const tenant_quota& quota,
+                                      log_budget::time_point now) const {
+  std::lock_guard l(mu_);
+  return log_.admit(tenant, quota.log_mib_per_hour, std::max(now, newest_));
+}
+
+std::uint64_t tenant_ledger::log_bytes_last_hour(const std::string& tenant,
+                                                 log_budget::time_point now) const {
+  std::lock_guard l(mu_);
+  return log_.used(tenant, std::max(now, newest_));
 }
 
 void tenant_ledger::release(const std::string& sandbox_id) {

@@ -17,9 +17,13 @@
 // moves the reservation there once the pool handed one out), so the claim is counted from the
 // moment the server admits it; the claim's event then turns the reservation into the count.
 //
+// It also keeps each tenant's log budget (log_budget.hpp): the bytes of the records the
+// follower reads, by the tenant of their event.
+//
 // Thread-safe (one mutex): the follower applies, the server's loop reserves and releases.
 #pragma once
 
+#include "api/log_budget.hpp"
 #include "api/result.hpp"
 #include "events/event.hpp"
 #include "node/resource_bounds.hpp"
@@ -48,12 +52,19 @@ public:
   // What a zero limit counts as (the node's defaults).
   explicit tenant_ledger(events::sandbox_limits defaults = {512, 1000, 512, 10240});
 
-  void apply(const events::event& e);
+  // Folds `e`, a record of `record_bytes` bytes in the log.
+  void apply(const events::event& e, std::uint64_t record_bytes = 0);
 
   // Admits a create of `sandbox_id` for `tenant` with `limits` under `quota`, or says which
   // quota it would pass (resource_exhausted).
   result<void> reserve(const std::string& tenant, const std::string& sandbox_id,
                        const events::sandbox_limits& limits, const tenant_quota& quota);
+  // Admits one more request of `tenant` while its log budget lasts (log_budget::admit), as of
+  // `now` or the newest event folded, whichever is later.
+  result<void> admit_log(const std::string& tenant, const tenant_quota& quota,
+                         log_budget::time_point now) const;
+  std::uint64_t log_bytes_last_hour(const std::string& tenant, log_budget::time_point now) const;
+
   // Drops the reservation of `sandbox_id`, if it is still one.
   void release(const std::string& sandbox_id);
   // The reservation of `from` is `to`'s from now on (a create served from a warm pool: the
@@ -78,6 +89,10 @@ private:
   std::unordered_map<std::string, holding> live_;     // folded from the log
   std::unordered_map<std::string, holding> reserved_; // admitted, not folded yet
   std::unordered_map<std::string, tenant_usage> totals_;
+  log_budget log_;
+  // The newest event time folded: the budget's clock when events run ahead of the host's
+  // (a node on a test clock), so that its window is never empty for a clock behind them.
+  log_budget::time_point newest_{};
 };
 
 } // namespace sandboxd::api

@@ -8,10 +8,12 @@
 #include "api/server.hpp"
 #include "api/token_authenticator.hpp"
 #include "console/console_server.hpp"
+#include "e2b/e2b_server.hpp"
 #include "node/daemon_settings.hpp"
 #include "node/logging.hpp"
 #include "node/node.hpp"
 #include "node/version.hpp"
+#include "templates/template_registry.hpp"
 
 #include <CLI/CLI.hpp>
 #include <prometheus/exposer.h>
@@ -160,6 +162,10 @@ int main(int argc, char** argv) {
     app.add_option("--console-addr", flags.console_addr,
                    "web console HOST:PORT, or PORT for 127.0.0.1:PORT (default: none; TLS "
                    "with --tls-cert, required off loopback)");
+  auto* e2b_addr = app.add_option("--e2b-addr", flags.e2b_addr,
+                                  "E2B-compatible API HOST:PORT, or PORT for 127.0.0.1:PORT "
+                                  "(default: none; TLS with --tls-cert, required off loopback; "
+                                  "docs/e2b.md)");
   auto* log_format = app.add_option("--log-format", flags.log_format, "log lines: text or json");
   auto* log_level =
     app.add_option("--log-level", flags.log_level, "trace, debug, info (default), warn, error");
@@ -188,6 +194,12 @@ int main(int argc, char** argv) {
     {"--quota-pids", "pids a tenant's live sandboxes may hold together", &ds::quota_pids},
     {"--quota-disk-mib", "disk MiB a tenant's live sandboxes may hold together",
      &ds::quota_disk_mib},
+    {"--quota-log-mib-per-hour", "MiB of event-log records a tenant may cause in any hour",
+     &ds::quota_log_mib_per_hour},
+    {"--quota-templates", "templates of its own a tenant may hold (building or ready)",
+     &ds::quota_templates},
+    {"--quota-template-mib", "MiB a tenant's own templates' layers may take in the store",
+     &ds::quota_template_mib},
     {"--max-memory-mib", "most memory MiB one sandbox may ask for", &ds::max_memory_mib},
     {"--max-cpu-millicores", "most CPU millicores one sandbox may ask for",
      &ds::max_cpu_millicores},
@@ -250,6 +262,8 @@ int main(int argc, char** argv) {
     settings.metrics_addr = flags.metrics_addr;
   if (given(console_addr))
     settings.console_addr = flags.console_addr;
+  if (given(e2b_addr))
+    settings.e2b_addr = flags.e2b_addr;
   if (given(log_format))
     settings.log_format = flags.log_format;
   if (given(log_level))
@@ -326,11 +340,20 @@ int main(int argc, char** argv) {
   api::token_authenticator auth(node.tokens());
   std::unique_ptr<api::server> rpc;
   std::string addresses;
+  // The E2B endpoint calls the RPC API like any client: on a unix or loopback listener, or on
+  // a private socket of its own when every listener is a TLS one.
+  std::string e2b_daemon_address;
   {
     api::server_options o;
     for (const auto& a : config.listen) {
       o.listen.push_back(a.to_string());
       addresses += (addresses.empty() ? "" : ", ") + a.to_string();
+      if (e2b_daemon_address.empty() && a.loopback())
+        e2b_daemon_address = a.to_string();
+    }
+    if (config.e2b && e2b_daemon_address.empty()) {
+      e2b_daemon_address = "unix:" + node.data_dir() + "/e2b-rpc.sock";
+      o.listen.push_back(e2b_daemon_address);
     }
     o.plane = &node.plane();
     o.log = &node.log();
@@ -347,18 +370,25 @@ int main(int argc, char** argv) {
         pools.push_back(node.runtime_dir(k) + "/layers");
     // A node of hollow sandboxes only (control-plane benchmarks) holds nothing of the host's:
     // no default bounds there, only those set.
-    const auto capacity =
-      pools.empty() ? sandboxd::node::node_capacity{} : sandboxd::node::read_capacity(pools);
+    const auto capacity = pools.empty()
+                            ? sandboxd::node::node_capacity{}
+                            : sandboxd::node::read_capacity(
+                                pools, node.templates() ? node.templates()->layers().path() : "");
     const auto bounds = sandboxd::node::resolve(config.bounds, capacity);
     o.defaults.ceilings = bounds.ceilings;
     const auto& q = bounds.quota;
     o.quota = q;
     spdlog::info("limits: a sandbox may ask for at most {} MiB memory, {} millicores, {} pids, "
                  "{} MiB disk; a tenant's sandboxes may hold {} sandboxes, {} MiB memory, {} "
-                 "millicores, {} pids, {} MiB disk (0: no limit)",
+                 "millicores, {} pids, {} MiB disk, {} MiB of log records per hour (0: no limit)",
                  bounds.ceilings.memory_mib, bounds.ceilings.cpu_millicores, bounds.ceilings.pids,
                  bounds.ceilings.disk_mib, q.sandboxes, q.memory_mib, q.cpu_millicores, q.pids,
-                 q.disk_mib);
+                 q.disk_mib, q.log_mib_per_hour);
+    if (auto* t = node.templates()) {
+      t->set_quota({q.templates, q.template_mib << 20});
+      spdlog::info("limits: a tenant's own templates may number {} and take {} MiB (0: no limit)",
+                   q.templates, q.template_mib);
+    }
     if (q.disk_mib == 0 && !pools.empty())
       spdlog::warn("no tenant disk quota: every tenant's sandboxes share one layer pool, each "
                    "layer up to its disk limit, so one tenant can fill it for all; set "
@@ -404,13 +434,39 @@ int main(int argc, char** argv) {
     }
     spdlog::info("console: {}", console->url());
   }
+  // The E2B-compatible endpoint (docs/e2b.md): E2B's SDKs over the RPC API, stopped before it.
+  std::unique_ptr<sandboxd::e2b::e2b_server> e2b;
+  if (config.e2b) {
+    sandboxd::e2b::e2b_options o;
+    o.host = config.e2b->host;
+    o.port = config.e2b->port;
+    o.daemon_address = e2b_daemon_address;
+    o.tls_certificate_file = config.tls_certificate;
+    o.tls_key_file = config.tls_key;
+    o.token_key_file = node.data_dir() + "/e2b-token.key";
+    o.endpoint_file = node.data_dir() + "/e2b-endpoint";
+    try {
+      e2b = std::make_unique<sandboxd::e2b::e2b_server>(std::move(o));
+    } catch (const std::exception& e) {
+      spdlog::error("sandboxd cannot start: E2B endpoint on {}: {}", config.e2b->to_string(),
+                    e.what());
+      console.reset();
+      rpc.reset();
+      exposer.reset();
+      node.stop();
+      return 1;
+    }
+    spdlog::info("e2b: {}", e2b->url());
+  }
   if (!node.dev_token_path().empty())
     spdlog::info("development token: {}", node.dev_token_path());
   spdlog::info("sandboxd ready");
 
   const int sig = wait_for_stop_signal();
   spdlog::info("signal {} received: stopping", sig == SIGINT ? "SIGINT" : "SIGTERM");
-  // Stop in the reverse order: the console, the RPC server, the metrics endpoint, the node.
+  // Stop in the reverse order: the E2B endpoint, the console, the RPC server, the metrics
+  // endpoint, the node.
+  e2b.reset();
   console.reset();
   rpc.reset();
   exposer.reset();

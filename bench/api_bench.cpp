@@ -20,6 +20,10 @@
 //   node_stream_mib_per_s, driver_stream_mib_per_s  references, same run: the same stream
 //                       on the node in-process (no RPC) and on the crun driver alone;
 //   stream_floor_mib_per_s the same 256 MiB through a unix socket pair, 256 KiB writes;
+//   stream_producer_mib_per_s  reference: the same head into /dev/null in the sandbox (busybox
+//                       head is bound by its own CPU: the most any stream of it can carry);
+//   stream_dd_mib_per_s, driver_stream_dd_mib_per_s  the same 256 MiB from dd bs=256k (a
+//                       producer that is not the bound) to the client, and on the driver;
 //   read_file_mib_per_s a 64 MiB file read through Sandbox.readFile (best of 3);
 //   read_file_floor_mib_per_s the same size of host file read into a unix socket pair.
 // Where crun cannot run, the node figures are printed as null (the JSON keeps their place).
@@ -162,7 +166,8 @@ double median(std::vector<double> v) {
 struct node_figures {
   double exec_p50_ms = 0, driver_exec_p50_ms = 0, node_exec_p50_ms = 0, stream_mib_per_s = 0,
          stream_floor_mib_per_s = 0, read_file_mib_per_s = 0, read_file_floor_mib_per_s = 0,
-         node_stream_mib_per_s = 0, driver_stream_mib_per_s = 0;
+         node_stream_mib_per_s = 0, driver_stream_mib_per_s = 0, stream_producer_mib_per_s = 0,
+         stream_dd_mib_per_s = 0, driver_stream_dd_mib_per_s = 0;
   std::uint64_t driver_stream_chunks = 0;
 };
 
@@ -309,20 +314,52 @@ std::optional<node_figures> measure_node() {
       if ((!pr.ok() || on_node != k_stream) && failure.empty())
         failure = "stream on the node: " + std::to_string(on_node) + " bytes arrived";
     }
-    {
+    // MiB/s of `argv`'s stdout (k_stream bytes) on the driver alone; its chunks counted in
+    // `chunks`.
+    auto on_driver = [&](const std::vector<std::string>& argv, std::uint64_t& chunks) {
       runtime::exec_request e;
-      e.argv = head;
+      e.argv = argv;
       e.max_output_bytes = k_stream;
-      std::uint64_t on_driver = 0;
-      e.on_output = [&](runtime::output_stream, std::string_view b) {
-        on_driver += b.size();
-        ++f.driver_stream_chunks;
+      std::uint64_t got_here = 0;
+      e.on_output = [&](runtime::output_stream s, std::string_view b) {
+        if (s == runtime::output_stream::out)
+          got_here += b.size();
+        ++chunks;
       };
       const auto d0 = steady::now();
       auto dr = driver->exec(id, e);
-      f.driver_stream_mib_per_s = double(k_stream >> 20) / (ms_between(d0, steady::now()) / 1000);
-      if ((!dr || on_driver != k_stream) && failure.empty())
-        failure = "stream on the driver: " + std::to_string(on_driver) + " bytes arrived";
+      if ((!dr || got_here != k_stream) && failure.empty())
+        failure =
+          "stream of " + argv[0] + " on the driver: " + std::to_string(got_here) + " bytes arrived";
+      return double(k_stream >> 20) / (ms_between(d0, steady::now()) / 1000);
+    };
+    f.driver_stream_mib_per_s = on_driver(head, f.driver_stream_chunks);
+    {
+      // The producer alone: the same head into /dev/null inside the sandbox (busybox head is
+      // bound by its own CPU), and a producer that is not: dd in 256 KiB blocks, through the
+      // RPC and on the driver.
+      runtime::exec_request alone;
+      alone.argv = {"/bin/sh", "-c",
+                    "head -c " + std::to_string(k_stream) + " /dev/zero >/dev/null"};
+      const auto p0 = steady::now();
+      auto pr = driver->exec(id, alone);
+      f.stream_producer_mib_per_s = double(k_stream >> 20) / (ms_between(p0, steady::now()) / 1000);
+      if ((!pr || pr->exit_code != 0) && failure.empty())
+        failure = "head into /dev/null: " + (pr ? pr->stderr_data : pr.err().message);
+      const std::vector<std::string> dd = {"dd", "if=/dev/zero", "bs=256k",
+                                           "count=" + std::to_string(k_stream >> 18)};
+      std::uint64_t by_dd = 0;
+      const auto r0 = steady::now();
+      auto rs = c->exec(id, {.argv = dd, .max_output_bytes = k_stream},
+                        [&](api::output_stream s, std::string_view b) {
+                          if (s == api::output_stream::out)
+                            by_dd += b.size();
+                        });
+      f.stream_dd_mib_per_s = double(k_stream >> 20) / (ms_between(r0, steady::now()) / 1000);
+      if ((!rs.ok() || by_dd != k_stream) && failure.empty())
+        failure = "dd stream: " + std::to_string(by_dd) + " bytes arrived";
+      std::uint64_t dd_chunks = 0;
+      f.driver_stream_dd_mib_per_s = on_driver(dd, dd_chunks);
     }
     std::uint64_t floor_sent = 0;
     f.stream_floor_mib_per_s = socket_floor_mib_per_s(k_stream, [&](std::string& chunk) {
@@ -523,6 +560,12 @@ int main(int argc, char** argv) {
     std::printf("  stream_floor_mib_per_s %.0f  (floor: 256 MiB through a unix socket pair; "
                 "target >= 0.5 of it)\n",
                 nf->stream_floor_mib_per_s);
+    std::printf("  stream_producer_mib_per_s %.0f  (reference: the same head into /dev/null in "
+                "the sandbox, no stream: the producer's own ceiling)\n",
+                nf->stream_producer_mib_per_s);
+    std::printf("  stream_dd_mib_per_s  %.0f  (dd bs=256k of the same 256 MiB streamed to the "
+                "client; on the driver alone %.0f)\n",
+                nf->stream_dd_mib_per_s, nf->driver_stream_dd_mib_per_s);
     std::printf("  read_file_mib_per_s  %.0f  (a 64 MiB file through Sandbox.readFile, best of "
                 "3)\n",
                 nf->read_file_mib_per_s);
@@ -536,6 +579,8 @@ int main(int argc, char** argv) {
                 "\"driver_exec_p50_ms\":%s,\"node_exec_p50_ms\":%s,\"exec_vs_driver\":%s,"
                 "\"stream_mib_per_s\":%s,\"node_stream_mib_per_s\":%s,"
                 "\"driver_stream_mib_per_s\":%s,\"stream_floor_mib_per_s\":%s,"
+                "\"stream_producer_mib_per_s\":%s,\"stream_dd_mib_per_s\":%s,"
+                "\"driver_stream_dd_mib_per_s\":%s,"
                 "\"read_file_mib_per_s\":%s,\"read_file_floor_mib_per_s\":%s}\n",
                 figure(get_rate).c_str(), figure(echo_rate).c_str(), ratio,
                 figure(version_rate).c_str(), in_flight,
@@ -547,6 +592,9 @@ int main(int argc, char** argv) {
                 figure_or_null(nf, &node_figures::node_stream_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::driver_stream_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::stream_floor_mib_per_s, "%.0f").c_str(),
+                figure_or_null(nf, &node_figures::stream_producer_mib_per_s, "%.0f").c_str(),
+                figure_or_null(nf, &node_figures::stream_dd_mib_per_s, "%.0f").c_str(),
+                figure_or_null(nf, &node_figures::driver_stream_dd_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::read_file_mib_per_s, "%.0f").c_str(),
                 figure_or_null(nf, &node_figures::read_file_floor_mib_per_s, "%.0f").c_str());
   return 0;

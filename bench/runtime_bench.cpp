@@ -11,14 +11,17 @@
 //   concurrent_running how many idle sandboxes ran at once (all checked with an exec)
 //   exec       `true` through the driver on one running sandbox (<runtime>_exec_p50_ms,
 //              through its agent), interleaved with its floor host_exec_p50_ms: fork and
-//              exec of /bin/true on the host through the same process runner
+//              exec of /bin/true on the host through the same process runner, and with
+//              <runtime>_spawn_floor_p50_ms: vfork, exec and wait of `true` by a program
+//              inside the sandbox (spawn_probe.c), what the sandbox's kernel alone costs
 //   hardening  what each layer of the boundary costs (docs/performance.md): the raw
 //              runtime's create and exec on bundles without and with the user namespace
 //              (an idmapped template) and the seccomp filter; exec with and without the
 //              exec guard; a layer in the btrfs pool (subvolume and qgroup limit) against
 //              two plain directories, and its usage() against a walk of the layer
 //
-//   runtime_bench [--json] [--iterations N] [--concurrent N] [--drivers crun,runsc]
+//   runtime_bench [--json] [--iterations N] [--concurrent N] [--drivers crun,runsc] [--exec-only]
+// --exec-only measures only the exec figures (and their floor).
 // With --json the last line is one JSON object with every figure.
 #include "runtime/child_process.hpp"
 #include "runtime/exec_guard.hpp"
@@ -41,6 +44,7 @@
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -148,7 +152,62 @@ double driver_cycle(oci_driver& d, const std::string& id) {
   return cycle;
 }
 
-void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::json& out) {
+// exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host and,
+// every tenth exec, ten spawns of `true` inside the sandbox by spawn_probe (vfork, execvp,
+// waitpid): what the sandbox's kernel alone costs an exec there.
+void bench_exec(oci_driver& d, const std::string& name, int iterations, nlohmann::json& out) {
+  std::vector<double> execs, host_execs, inside;
+  {
+    create_request req;
+    req.id = "exec";
+    must(d.create(req), "create exec");
+    must(d.start("exec"), "start exec");
+    std::ifstream probe_file(SPAWN_PROBE_BIN, std::ios::binary);
+    std::stringstream probe;
+    probe << probe_file.rdbuf();
+    must(d.write_file("exec", "/tmp/spawn_probe", probe.str(), 0755), "copy spawn_probe");
+    exec_request e;
+    e.argv = {"true"};
+    exec_request floor;
+    floor.argv = {"/tmp/spawn_probe", "10", "true"};
+    process_options host;
+    host.argv = {"/bin/true"};
+    for (int i = 0; i < 10; ++i) // warm
+      must(d.exec("exec", e), "exec true");
+    for (int i = 0; i < std::max(50, iterations * 5); ++i) {
+      auto t0 = clock_type::now();
+      auto r = d.exec("exec", e);
+      execs.push_back(ms_since(t0));
+      must(r, "exec true");
+      must(r->exit_code == 0, "exec true exit code " + std::to_string(r->exit_code));
+      t0 = clock_type::now();
+      auto h = run_process(host);
+      host_execs.push_back(ms_since(t0));
+      must(h.exit_code == 0, "/bin/true on the host");
+      if (i % 10 == 0) {
+        auto f = d.exec("exec", floor);
+        must(f, "spawn_probe");
+        must(f->exit_code == 0, "spawn_probe: " + f->stderr_data);
+        std::istringstream lines(f->stdout_data);
+        for (double ms; lines >> ms;)
+          inside.push_back(ms);
+      }
+    }
+    must(d.remove("exec"), "remove exec");
+  }
+  out[name + "_exec_p50_ms"] = round2(percentile(execs, 0.5));
+  out[name + "_exec_p99_ms"] = round2(percentile(execs, 0.99));
+  out["host_exec_p50_ms"] = round2(percentile(host_execs, 0.5));
+  out[name + "_spawn_floor_p50_ms"] = round2(percentile(inside, 0.5));
+  std::printf("%s exec `true` through the driver: p50 %.2f ms p99 %.2f ms; floor host_exec_p50_ms "
+              "%.2f ms (fork+exec of /bin/true on the host, same run); %s_spawn_floor_p50_ms "
+              "%.2f ms (vfork+exec+wait of `true` inside the sandbox, same run)\n",
+              name.c_str(), percentile(execs, 0.5), percentile(execs, 0.99),
+              percentile(host_execs, 0.5), name.c_str(), percentile(inside, 0.5));
+}
+
+void bench_runtime(oci_runtime kind, int iterations, int concurrent, bool exec_only,
+                   nlohmann::json& out) {
   std::string name = kind == oci_runtime::crun ? "crun" : "runsc";
   if (auto why = oci_unavailable(kind)) {
     std::cout << name << ": skipped: " << *why << "\n";
@@ -173,6 +232,10 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
           d.remove(s.id);
     }
   } cleanup{d};
+  if (exec_only) {
+    bench_exec(d, name, iterations, out);
+    return;
+  }
   template_store templates(data);
   auto base = templates.rootfs("base");
   must(base, "template base");
@@ -265,39 +328,7 @@ void bench_runtime(oci_runtime kind, int iterations, int concurrent, nlohmann::j
     must(d.remove("pause"), "remove pause");
   }
 
-  // exec `true` on one running sandbox, interleaved with fork+exec of /bin/true on the host.
-  std::vector<double> execs, host_execs;
-  {
-    create_request req;
-    req.id = "exec";
-    must(d.create(req), "create exec");
-    must(d.start("exec"), "start exec");
-    exec_request e;
-    e.argv = {"true"};
-    process_options host;
-    host.argv = {"/bin/true"};
-    for (int i = 0; i < 10; ++i) // warm
-      must(d.exec("exec", e), "exec true");
-    for (int i = 0; i < std::max(50, iterations * 5); ++i) {
-      auto t0 = clock_type::now();
-      auto r = d.exec("exec", e);
-      execs.push_back(ms_since(t0));
-      must(r, "exec true");
-      must(r->exit_code == 0, "exec true exit code " + std::to_string(r->exit_code));
-      t0 = clock_type::now();
-      auto h = run_process(host);
-      host_execs.push_back(ms_since(t0));
-      must(h.exit_code == 0, "/bin/true on the host");
-    }
-    must(d.remove("exec"), "remove exec");
-  }
-  out[name + "_exec_p50_ms"] = round2(percentile(execs, 0.5));
-  out[name + "_exec_p99_ms"] = round2(percentile(execs, 0.99));
-  out["host_exec_p50_ms"] = round2(percentile(host_execs, 0.5));
-  std::printf("%s exec `true` through the driver: p50 %.2f ms p99 %.2f ms; floor host_exec_p50_ms "
-              "%.2f ms (fork+exec of /bin/true on the host, same run)\n",
-              name.c_str(), percentile(execs, 0.5), percentile(execs, 0.99),
-              percentile(host_execs, 0.5));
+  bench_exec(d, name, iterations, out);
 
   // Idle sandboxes running at once: all started, then each proven alive by an exec.
   int running = 0;
@@ -440,6 +471,7 @@ int main(int argc, char** argv) {
   bool json = false;
   int iterations = 40, concurrent = 50;
   std::string drivers = "crun,runsc";
+  bool exec_only = false;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     if (a == "--json")
@@ -450,20 +482,23 @@ int main(int argc, char** argv) {
       concurrent = std::stoi(argv[++i]);
     else if (a == "--drivers" && i + 1 < argc)
       drivers = argv[++i];
+    else if (a == "--exec-only")
+      exec_only = true;
     else {
       std::cerr << "usage: runtime_bench [--json] [--iterations N] [--concurrent N] "
-                   "[--drivers crun,runsc]\n";
+                   "[--drivers crun,runsc] [--exec-only]\n";
       return 2;
     }
   }
   nlohmann::json out = nlohmann::json::object();
   out["iterations"] = iterations;
   try {
-    bench_layers(std::max(10, iterations / 2), out);
+    if (!exec_only)
+      bench_layers(std::max(10, iterations / 2), out);
     for (auto kind : {oci_runtime::crun, oci_runtime::runsc}) {
       std::string n = kind == oci_runtime::crun ? "crun" : "runsc";
       if (drivers.find(n) != std::string::npos)
-        bench_runtime(kind, iterations, concurrent, out);
+        bench_runtime(kind, iterations, concurrent, exec_only, out);
     }
   } catch (const std::exception& e) {
     std::cerr << "runtime_bench: " << e.what() << "\n";

@@ -122,7 +122,8 @@ void add_exec(command_table& t) {
     ->type_name("CMD");
   c->add_option("--env,-e", a->env, "an environment variable for this command (repeatable)")
     ->type_name("K=V");
-  c->add_option("--cwd,-w", a->cwd, "working directory (default /)")->type_name("DIR");
+  c->add_option("--cwd,-w", a->cwd, "working directory (default: the template's, else /)")
+    ->type_name("DIR");
   c->add_option("--timeout", a->timeout,
                 "kill the command and everything it started after this long (default: none)")
     ->type_name("DURATION");
@@ -176,7 +177,8 @@ void add_run(command_table& t) {
   c->add_option("code", a->code, "the code (default, or -: read from stdin)")->type_name("CODE");
   c->add_option("--env,-e", a->env, "an environment variable for the code (repeatable)")
     ->type_name("K=V");
-  c->add_option("--cwd,-w", a->cwd, "working directory (default /)")->type_name("DIR");
+  c->add_option("--cwd,-w", a->cwd, "working directory (default: the template's, else /)")
+    ->type_name("DIR");
   c->add_option("--timeout", a->timeout,
                 "kill the interpreter and everything it started after this long (default: none)")
     ->type_name("DURATION");

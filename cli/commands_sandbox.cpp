@@ -3,6 +3,7 @@
 #include "cli/command_table.hpp"
 #include "cli/commands.hpp"
 #include "cli/exit_codes.hpp"
+#include "cli/first_use_build.hpp"
 #include "cli/sandbox_view.hpp"
 #include "cli/terminal_text.hpp"
 #include "cli/value_args.hpp"
@@ -89,7 +90,9 @@ void add_create(command_table& t) {
     timeout_flags timeouts;
   };
   auto a = std::make_shared<args>();
-  auto* c = t.add(t.app(), "create", "Create a sandbox and print its id once it runs",
+  auto* c = t.add(t.app(), "create",
+                  "Create a sandbox and print its id once it runs (the first create from a stock "
+                  "template on a node shows its build on stderr)",
                   "  ID=$(sandboxctl create --runtime crun --memory 1024 --timeout 2h "
                   "--label team=search)\n"
                   "  sandboxctl --json create --idle-timeout 10m --auto-pause=memory",
@@ -115,6 +118,8 @@ void add_create(command_table& t) {
                       return exit;
                     o.timeouts = *timeouts;
                     return with_client(cx, [&](api::client& client) {
+                      if (int e = build_before_create(cx, client, o.template_name))
+                        return e;
                       auto s = client.create(o);
                       if (!s)
                         return cx.fail(s.err());

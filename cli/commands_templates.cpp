@@ -1,8 +1,9 @@
 // The template commands: template list, show, build, import, rm (docs/templates.md).
 //
-// build makes a stock template now (admin scope) and shows its phases on stderr while it
-// runs (mmdebstrap's output too with --verbose); without it, the first create that names a
-// stock template builds it.
+// build makes a template from a spec (--spec, --dockerfile, with --context) and shows each
+// step and its output on stderr; without a spec it makes a stock template now (admin scope),
+// showing its phases (mmdebstrap's output too with --verbose); without it, the first create
+// that names a stock template builds it.
 #include "cli/command_support.hpp"
 #include "cli/command_table.hpp"
 #include "cli/commands.hpp"
@@ -22,6 +23,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 
 namespace sandboxd::cli {
@@ -135,6 +137,7 @@ struct archive_input {
       ::waitpid(tar, &status, 0);
     }
   }
+  int read_errno = 0; // why a read failed
   // The tar's exit status, once its output has been read to the end.
   bool tar_failed() {
     if (tar <= 0)
@@ -180,6 +183,30 @@ std::optional<error> open_archive(const std::string& path, archive_input& in) {
   return std::nullopt;
 }
 
+// The bytes of `in` in 1 MiB chunks (none when nothing is open), each counted by `bar`.
+api::chunk_source archive_chunks(archive_input& in, progress_bar* bar) {
+  return [&in, bar](std::string& chunk) {
+    if (in.fd < 0)
+      return api::source_step::end;
+    chunk.resize(1 << 20);
+    for (;;) {
+      const ssize_t n = ::read(in.fd, chunk.data(), chunk.size());
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0) {
+        in.read_errno = errno;
+        return api::source_step::failed;
+      }
+      if (n == 0)
+        return in.tar_failed() ? api::source_step::failed : api::source_step::end;
+      chunk.resize(static_cast<std::size_t>(n));
+      if (bar)
+        bar->add(static_cast<std::uint64_t>(n));
+      return api::source_step::chunk;
+    }
+  };
+}
+
 } // namespace
 
 void add_template_commands(command_table& t) {
@@ -220,42 +247,97 @@ void add_template_commands(command_table& t) {
                      });
   add_name(show, *shown);
   struct build_args {
-    std::string name;
-    bool verbose = false;
+    std::string name, spec, dockerfile, context;
+    bool verbose = false, global = false;
   };
   auto b = std::make_shared<build_args>();
-  auto* build =
-    t.add(*group, "build",
-          "Build a stock template (base, debian, python, node) now, showing its progress on stderr "
-          "(admin); without it the first create that names one builds it",
-          "  sandboxctl template build python\n  sandboxctl template build node --verbose",
-          [b](context& cx) {
-            return with_client(cx, [&](api::client& client) {
-              std::string last_phase;
-              const bool tty = ::isatty(2) == 1;
-              auto r = client.build_template(
-                b->name, [&](const std::string& phase, double fraction, const std::string& output) {
-                  if (b->verbose && !output.empty())
-                    cx.err(output);
-                  if (phase == last_phase && !tty)
-                    return;
-                  last_phase = phase;
-                  char pct[16] = "";
-                  if (fraction >= 0)
-                    std::snprintf(pct, sizeof pct, " %3.0f%%", 100 * fraction);
-                  cx.err(std::string(tty && !b->verbose ? "\r\033[K" : "") +
-                         terminal_text(b->name + ":" + pct + " " + phase) +
-                         (tty && !b->verbose ? "" : "\n"));
-                });
-              if (tty && !b->verbose)
-                cx.err("\n");
-              if (!r)
-                return cx.fail(r.err());
-              return show_template(cx, *r);
-            });
-          });
+  auto* build = t.add(
+    *group, "build",
+    "Build a template: from a spec (--spec FILE, TOML) or a Dockerfile subset (--dockerfile "
+    "FILE) with the files of --context DIR, showing each step and its output on stderr; or a "
+    "stock template (base, debian, python, node) now, which the first create that names one "
+    "builds otherwise (any tenant; admin: at once after a failure too)",
+    "  sandboxctl template build my-app --dockerfile Dockerfile --context .\n"
+    "  sandboxctl template build my-app --spec template.toml --context app/\n"
+    "  sandboxctl template build python\n  sandboxctl template build node --verbose",
+    [b](context& cx) {
+      const bool from_spec = !b->spec.empty() || !b->dockerfile.empty();
+      if (!from_spec && (!b->context.empty() || b->global))
+        return cx.fail(make_error(errc::invalid_argument,
+                                  "--context and --global belong to a build from a spec: add "
+                                  "--spec FILE or --dockerfile FILE"));
+      std::string spec_text;
+      if (from_spec) {
+        const std::string& file = b->spec.empty() ? b->dockerfile : b->spec;
+        std::ifstream in(file, std::ios::binary);
+        if (!in)
+          return cx.fail(
+            make_error(errc::not_found, "cannot read " + file + ": " + std::strerror(errno)));
+        spec_text.assign(std::istreambuf_iterator<char>(in), {});
+      }
+      archive_input in;
+      if (!b->context.empty())
+        if (auto e = open_archive(b->context, in))
+          return cx.fail(*e);
+      return with_client(cx, [&](api::client& client) {
+        std::string last_phase;
+        const bool tty = ::isatty(2) == 1;
+        // Stock builds: one line of phase (redrawn on a terminal), the tool's output with
+        // --verbose. Spec builds: each step on its line and its output as it comes.
+        const bool lines = from_spec || b->verbose || !tty;
+        auto on_progress = [&](const std::string& phase, double fraction,
+                               const std::string& output) {
+          if (phase != last_phase || (tty && !lines)) {
+            last_phase = phase;
+            char pct[16] = "";
+            if (fraction >= 0)
+              std::snprintf(pct, sizeof pct, " %3.0f%%", 100 * fraction);
+            cx.err(std::string(lines ? "" : "\r\033[K") +
+                   terminal_text(b->name + ":" + pct + " " + phase) + (lines ? "\n" : ""));
+          }
+          if ((from_spec || b->verbose) && !output.empty())
+            cx.err(output);
+        };
+        result<api::template_info> r = make_error(errc::internal, "no build ran");
+        if (from_spec) {
+          api::client::spec_build req;
+          req.name = b->name;
+          req.scope = b->global ? "global" : "tenant";
+          req.format = b->spec.empty() ? "dockerfile" : "toml";
+          req.spec = spec_text;
+          req.description =
+            std::filesystem::path(b->spec.empty() ? b->dockerfile : b->spec).filename().string();
+          r = client.build_template_spec(req, archive_chunks(in, nullptr), on_progress);
+          if (in.read_errno != 0)
+            return cx.fail(make_error(errc::invalid_argument, "cannot read the build context " +
+                                                                b->context + ": " +
+                                                                std::strerror(in.read_errno)));
+        } else {
+          r = client.build_template(b->name, on_progress);
+        }
+        if (!lines)
+          cx.err("\n");
+        if (!r)
+          return cx.fail(r.err());
+        return show_template(cx, *r);
+      });
+    });
   add_name(build, b->name);
-  build->add_flag("--verbose", b->verbose, "print the build tool's output too");
+  build->add_option("--spec", b->spec, "build from this TOML spec (docs/templates.md)")
+    ->type_name("FILE");
+  build
+    ->add_option("--dockerfile", b->dockerfile,
+                 "build from this Dockerfile (FROM, RUN, COPY, ENV, WORKDIR, USER)")
+    ->type_name("FILE")
+    ->excludes(build->get_option("--spec"));
+  build
+    ->add_option("--context", b->context,
+                 "the directory (or tar) COPY takes files from; none when left out")
+    ->type_name("DIR");
+  build->add_flag("--global", b->global,
+                  "a global template built from a spec, for every tenant "
+                  "(admin)");
+  build->add_flag("--verbose", b->verbose, "print a stock build tool's output too");
   struct import_args {
     std::string path, name, format = "rootfs";
     bool global = false;
@@ -274,31 +356,14 @@ void add_template_commands(command_table& t) {
         return cx.fail(*e);
       progress_bar bar("import " + ia->name, in.size,
                        progress_bar::stderr_is_terminal() && !cx.as_json());
-      int read_errno = 0;
-      api::chunk_source next = [&](std::string& chunk) {
-        chunk.resize(1 << 20);
-        for (;;) {
-          const ssize_t n = ::read(in.fd, chunk.data(), chunk.size());
-          if (n < 0 && errno == EINTR)
-            continue;
-          if (n < 0) {
-            read_errno = errno;
-            return api::source_step::failed;
-          }
-          if (n == 0)
-            return in.tar_failed() ? api::source_step::failed : api::source_step::end;
-          chunk.resize(static_cast<std::size_t>(n));
-          bar.add(static_cast<std::uint64_t>(n));
-          return api::source_step::chunk;
-        }
-      };
       return with_client(cx, [&](api::client& client) {
         auto r = client.import_template(ia->name, ia->global ? "global" : "tenant", ia->format,
-                                        std::filesystem::path(ia->path).filename().string(), next);
+                                        std::filesystem::path(ia->path).filename().string(),
+                                        archive_chunks(in, &bar));
         bar.finish();
-        if (read_errno != 0)
-          return cx.fail(make_error(errc::invalid_argument,
-                                    "cannot read " + ia->path + ": " + std::strerror(read_errno)));
+        if (in.read_errno != 0)
+          return cx.fail(make_error(errc::invalid_argument, "cannot read " + ia->path + ": " +
+                                                              std::strerror(in.read_errno)));
         if (!r)
           return cx.fail(r.err());
         return show_template(cx, *r);

@@ -170,6 +170,8 @@ void read_template_change(s::TemplateEvent::Change::Reader r, template_change& o
     set(p.user, c.getUser());
     p.command = get_texts(c.getCommand());
     p.total_bytes = c.getTotalBytes();
+    if (c.getOwn().isBytes())
+      p.own_bytes = c.getOwn().getBytes();
     return;
   }
   case W::FAILED: {

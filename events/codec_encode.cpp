@@ -153,6 +153,8 @@ struct template_writer {
     if (!p.command.empty())
       put_texts(c.initCommand(p.command.size()), p.command);
     c.setTotalBytes(p.total_bytes);
+    if (p.own_bytes)
+      c.getOwn().setBytes(*p.own_bytes);
   }
   void operator()(const template_failed& p) const {
     auto c = b.initFailed();

@@ -474,6 +474,10 @@ struct template_ready {
   std::string user;
   std::vector<std::string> command;
   std::uint64_t total_bytes = 0;
+  // The bytes of its layers that its parent (a spec's FROM) does not have: what its tenant is
+  // billed for. None in records written before it: total_bytes counts (billable_bytes()).
+  std::optional<std::uint64_t> own_bytes;
+  std::uint64_t billable_bytes() const { return own_bytes.value_or(total_bytes); }
   bool operator==(const template_ready&) const = default;
 };
 

@@ -153,13 +153,14 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   std::optional<events::error> failure;
   const std::string where = "config file " + source;
   table_reader top(doc, where + " ", failure);
-  top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "log", "event_log", "kafka",
-             "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
+  top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "e2b_addr", "log", "event_log",
+             "kafka", "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
              "templates", "pools"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
   top.read("console_addr", s.console_addr);
+  top.read("e2b_addr", s.e2b_addr);
   if (const auto* t = top.table("log")) {
     table_reader r(*t, top.where("log"), failure);
     r.allow({"format", "level"});
@@ -221,12 +222,16 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   }
   if (const auto* t = top.table("quotas")) {
     table_reader r(*t, top.where("quotas"), failure);
-    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib"});
+    r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib", "log_mib_per_hour",
+             "templates", "template_mib"});
     r.read("sandboxes", s.quota_sandboxes);
     r.read("memory_mib", s.quota_memory_mib);
     r.read("cpu_millicores", s.quota_cpu_millicores);
     r.read("pids", s.quota_pids);
     r.read("disk_mib", s.quota_disk_mib);
+    r.read("log_mib_per_hour", s.quota_log_mib_per_hour);
+    r.read("templates", s.quota_templates);
+    r.read("template_mib", s.quota_template_mib);
   }
   if (const auto* t = top.table("limits")) {
     table_reader r(*t, top.where("limits"), failure);
@@ -289,7 +294,8 @@ std::string to_toml(const daemon_settings& s) {
   o << "data_dir = " << toml_string(s.data_dir) << "\n"
     << "listen = " << toml_strings(s.listen) << "\n"
     << "metrics_addr = " << toml_string(s.metrics_addr) << "\n"
-    << "console_addr = " << toml_string(s.console_addr) << "\n\n"
+    << "console_addr = " << toml_string(s.console_addr) << "\n"
+    << "e2b_addr = " << toml_string(s.e2b_addr) << "\n\n"
     << "[log]\nformat = " << toml_string(s.log_format) << "\nlevel = " << toml_string(s.log_level)
     << "\n\n"
     << "[event_log]\nkind = " << toml_string(s.event_log) << "\npartitions = " << s.partitions
@@ -321,6 +327,9 @@ std::string to_toml(const daemon_settings& s) {
   put("cpu_millicores", s.quota_cpu_millicores);
   put("pids", s.quota_pids);
   put("disk_mib", s.quota_disk_mib);
+  put("log_mib_per_hour", s.quota_log_mib_per_hour);
+  put("templates", s.quota_templates);
+  put("template_mib", s.quota_template_mib);
   o << "\n[limits]\n";
   put("max_memory_mib", s.max_memory_mib);
   put("max_cpu_millicores", s.max_cpu_millicores);
@@ -437,23 +446,36 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   };
   c.tls_certificate = absolute(s.tls_certificate);
   c.tls_key = absolute(s.tls_key);
-  if (!s.console_addr.empty()) {
-    const bool port_only = s.console_addr.find_first_not_of("0123456789") == std::string::npos;
-    auto a = parse_tcp_endpoint(port_only ? "127.0.0.1:" + s.console_addr : s.console_addr);
+  // An HTTP surface of the daemon (the console, the E2B endpoint): a port alone is loopback,
+  // and anywhere else is served over TLS only.
+  auto http_address = [&](const char* what, const std::string& text,
+                          std::optional<listen_address>& out) -> std::optional<std::string> {
+    if (text.empty())
+      return std::nullopt;
+    const bool port_only = text.find_first_not_of("0123456789") == std::string::npos;
+    auto a = parse_tcp_endpoint(port_only ? "127.0.0.1:" + text : text);
     if (!a.value)
-      return fail("console address: " + a.failure->message);
+      return std::string(what) + " address: " + a.failure->message;
     if (!a.value->loopback() && c.tls_certificate.empty())
-      return fail("console address " + s.console_addr +
-                  " is not loopback: the console is served there over TLS only; give "
-                  "--tls-cert and --tls-key, or a loopback address (127.0.0.1:PORT)");
-    c.console = a.value;
-  }
+      return std::string(what) + " address " + text + " is not loopback: the " + what +
+             " is served there over TLS only; give --tls-cert and --tls-key, or a loopback "
+             "address (127.0.0.1:PORT)";
+    out = a.value;
+    return std::nullopt;
+  };
+  if (auto why = http_address("console", s.console_addr, c.console))
+    return fail(*why);
+  if (auto why = http_address("E2B endpoint", s.e2b_addr, c.e2b))
+    return fail(*why);
   const std::pair<const char*, const std::optional<std::int64_t>*> bounds[] = {
     {"quotas.sandboxes", &s.quota_sandboxes},
     {"quotas.memory_mib", &s.quota_memory_mib},
     {"quotas.cpu_millicores", &s.quota_cpu_millicores},
     {"quotas.pids", &s.quota_pids},
     {"quotas.disk_mib", &s.quota_disk_mib},
+    {"quotas.log_mib_per_hour", &s.quota_log_mib_per_hour},
+    {"quotas.templates", &s.quota_templates},
+    {"quotas.template_mib", &s.quota_template_mib},
     {"limits.max_memory_mib", &s.max_memory_mib},
     {"limits.max_cpu_millicores", &s.max_cpu_millicores},
     {"limits.max_pids", &s.max_pids},
@@ -466,9 +488,18 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
       return std::nullopt;
     return static_cast<std::uint64_t>(*v);
   };
-  c.bounds = {u(s.quota_sandboxes),    u(s.quota_memory_mib), u(s.quota_cpu_millicores),
-              u(s.quota_pids),         u(s.quota_disk_mib),   u(s.max_memory_mib),
-              u(s.max_cpu_millicores), u(s.max_pids),         u(s.max_disk_mib)};
+  c.bounds.quota_sandboxes = u(s.quota_sandboxes);
+  c.bounds.quota_memory_mib = u(s.quota_memory_mib);
+  c.bounds.quota_cpu_millicores = u(s.quota_cpu_millicores);
+  c.bounds.quota_pids = u(s.quota_pids);
+  c.bounds.quota_disk_mib = u(s.quota_disk_mib);
+  c.bounds.quota_log_mib_per_hour = u(s.quota_log_mib_per_hour);
+  c.bounds.max_memory_mib = u(s.max_memory_mib);
+  c.bounds.max_cpu_millicores = u(s.max_cpu_millicores);
+  c.bounds.max_pids = u(s.max_pids);
+  c.bounds.max_disk_mib = u(s.max_disk_mib);
+  c.bounds.quota_templates = u(s.quota_templates);
+  c.bounds.quota_template_mib = u(s.quota_template_mib);
   for (const auto& p : s.pools) {
     const auto where = "pool of template " + p.template_name + ": ";
     auto kind = parse_runtime_kind(p.runtime);

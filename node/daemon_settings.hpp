@@ -41,6 +41,7 @@ struct daemon_settings {
   std::vector<std::string> listen; // empty: unix:DATA_DIR/sandboxd.sock
   std::string metrics_addr;        // empty: no metrics endpoint
   std::string console_addr;        // empty: no web console; "PORT" alone: 127.0.0.1:PORT
+  std::string e2b_addr;            // empty: no E2B endpoint; "PORT" alone: 127.0.0.1:PORT
   std::string log_format = "text"; // text | json
   std::string log_level = "info";  // trace | debug | info | warn | error
   std::string event_log = "file";  // file | kafka
@@ -63,8 +64,9 @@ struct daemon_settings {
   // Every tenant's quota and each sandbox's ceilings ([quotas], [limits]); unset: the
   // node's fair share (node/resource_bounds.hpp); 0: no limit.
   std::optional<std::int64_t> quota_sandboxes, quota_memory_mib, quota_cpu_millicores, quota_pids,
-    quota_disk_mib;
+    quota_disk_mib, quota_log_mib_per_hour;
   std::optional<std::int64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
+  std::optional<std::int64_t> quota_templates, quota_template_mib; // a tenant's own templates
   // Where stock template tarballs are cached (node_config::template_cache); "" the default,
   // "none" keeps none.
   std::string template_cache;
@@ -91,6 +93,7 @@ struct daemon_config {
   bound_settings bounds;                 // resolved against the host at start (resource_bounds.hpp)
   std::optional<listen_address> metrics; // tcp
   std::optional<listen_address> console; // tcp; TLS (tls_certificate) unless loopback
+  std::optional<listen_address> e2b;     // tcp; TLS (tls_certificate) unless loopback
   log_format format = log_format::text;
   std::string log_level;
 };

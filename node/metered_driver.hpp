@@ -55,6 +55,9 @@ public:
   runtime::outcome<runtime::usage_info> usage(const std::string& id) override;
   runtime::outcome<runtime::sandbox_info> inspect(const std::string& id) override;
   runtime::outcome<std::vector<runtime::sandbox_info>> list() override;
+  runtime::outcome<runtime::writable_layer> open_writable_layer(const std::string& id) override {
+    return inner_.open_writable_layer(id);
+  }
 
   runtime::driver& inner() { return inner_; }
 

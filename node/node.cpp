@@ -238,6 +238,12 @@ void node::start() {
       if (!ro.stock.cache_dir.empty())
         ro.stock.work_dir = ro.stock.cache_dir + "/partial";
       ro.clock = config_.plane.clock;
+      // Spec builds run their RUN steps on runsc where the node holds it, else on crun.
+      for (auto kind : {events::runtime_kind::runsc, events::runtime_kind::crun})
+        if (auto* d = runtimes_->find(kind); d && !ro.build.driver) {
+          ro.build.driver = d;
+          ro.build.runtime = events::to_string(kind);
+        }
       templates_ = std::make_unique<templates::template_registry>(std::move(ro));
       const auto ready = templates_->snapshot();
       spdlog::info("templates: {} known, layers in {}{}", ready.by_id.size(), layers_->path(),

@@ -14,6 +14,8 @@ namespace {
 
 constexpr std::uint64_t k_cpu_oversubscription = 16;
 constexpr std::uint64_t k_disk_oversubscription = 4;
+constexpr std::uint64_t k_log_mib_per_hour = 256;
+constexpr std::uint64_t k_templates_per_tenant = 100;
 
 std::uint32_t clamp32(std::uint64_t v) {
   return static_cast<std::uint32_t>(
@@ -54,7 +56,8 @@ std::uint64_t pool_mib(const std::string& dir) {
 
 } // namespace
 
-node_capacity read_capacity(const std::vector<std::string>& layer_dirs) {
+node_capacity read_capacity(const std::vector<std::string>& layer_dirs,
+                            const std::string& template_layers) {
   node_capacity c;
   c.memory_mib = mem_total_mib();
   const long cores = ::sysconf(_SC_NPROCESSORS_ONLN);
@@ -62,6 +65,8 @@ node_capacity read_capacity(const std::vector<std::string>& layer_dirs) {
   c.pids = pid_max() * 3 / 4;
   for (const auto& d : layer_dirs)
     c.disk_mib += pool_mib(d);
+  if (!template_layers.empty())
+    c.template_mib = pool_mib(template_layers);
   return c;
 }
 
@@ -80,6 +85,11 @@ quota_settings default_quota(const node_capacity& c) {
   q.cpu_millicores = c.cpu_millicores * k_cpu_oversubscription / 2;
   q.pids = c.pids / 2;
   q.disk_mib = c.disk_mib * k_disk_oversubscription / 2;
+  q.log_mib_per_hour = c.memory_mib > 0 ? k_log_mib_per_hour : 0;
+  if (c.template_mib != 0) { // a node with templates
+    q.templates = k_templates_per_tenant;
+    q.template_mib = c.template_mib / 2;
+  }
   return q;
 }
 
@@ -94,6 +104,9 @@ resolved_bounds resolve(const bound_settings& s, const node_capacity& c) {
   set(r.quota.cpu_millicores, s.quota_cpu_millicores);
   set(r.quota.pids, s.quota_pids);
   set(r.quota.disk_mib, s.quota_disk_mib);
+  set(r.quota.log_mib_per_hour, s.quota_log_mib_per_hour);
+  set(r.quota.templates, s.quota_templates);
+  set(r.quota.template_mib, s.quota_template_mib);
   set(r.ceilings.memory_mib, s.max_memory_mib);
   set(r.ceilings.cpu_millicores, s.max_cpu_millicores);
   set(r.ceilings.pids, s.max_pids);

@@ -10,8 +10,11 @@
 // - a tenant's live sandboxes may hold together half the node's memory and pids, and half
 //   of an oversubscribed CPU and disk: a CPU limit caps time rather than reserving a core
 //   (16 x the cores), and a layer's size caps what it may write rather than taking blocks
-//   (4 x the pools).
-// So no single tenant can take the node from all the others. Pure but for read_capacity().
+//   (4 x the pools); and 256 MiB of event-log records per hour, a rate no honest workload
+//   nears (an exec is about 1 KiB of records) that keeps the log's disk from one tenant.
+// So no single tenant can take the node from all the others. A tenant's own templates
+// (docs/templates.md, "Quotas") may number 100 and take half the template layer pool. Pure but
+// for read_capacity().
 #pragma once
 
 #include "events/event.hpp"
@@ -28,6 +31,7 @@ struct node_capacity {
   std::uint64_t cpu_millicores = 0;
   std::uint64_t pids = 0;
   std::uint64_t disk_mib = 0;
+  std::uint64_t template_mib = 0; // the template layer pool
 };
 
 // A tenant's quota: live sandboxes and what their limits add up to; 0 is no limit.
@@ -37,11 +41,17 @@ struct quota_settings {
   std::uint64_t cpu_millicores = 0;
   std::uint64_t pids = 0;
   std::uint64_t disk_mib = 0;
+  // MiB of event-log records a tenant may cause in any hour (api/log_budget.hpp).
+  std::uint64_t log_mib_per_hour = 0;
+  std::uint64_t templates = 0;    // its own templates, building or ready
+  std::uint64_t template_mib = 0; // what their layers take in the store
 };
 
 // The host's capacity; `layer_dirs` are the mounted layer pools (a missing one counts
-// half the free space of its filesystem, as a new pool would get).
-node_capacity read_capacity(const std::vector<std::string>& layer_dirs);
+// half the free space of its filesystem, as a new pool would get), `template_layers` the
+// template layer pool ("": none).
+node_capacity read_capacity(const std::vector<std::string>& layer_dirs,
+                            const std::string& template_layers = "");
 
 events::sandbox_limits default_ceilings(const node_capacity& c);
 quota_settings default_quota(const node_capacity& c);
@@ -49,8 +59,9 @@ quota_settings default_quota(const node_capacity& c);
 // What the config file and flags set; unset: the default above; 0: no limit.
 struct bound_settings {
   std::optional<std::uint64_t> quota_sandboxes, quota_memory_mib, quota_cpu_millicores, quota_pids,
-    quota_disk_mib;
+    quota_disk_mib, quota_log_mib_per_hour;
   std::optional<std::uint64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
+  std::optional<std::uint64_t> quota_templates, quota_template_mib;
 };
 
 struct resolved_bounds {

@@ -46,12 +46,53 @@ std::optional<std::uint64_t> layer_size(const events::payload& p) {
   return std::nullopt;
 }
 
+// A template's storage meter: open from `ready` (a tenant's own template only) to `deleted`.
+void meter_template(std::optional<meter_state>& state, const events::event& e,
+                    const events::template_event& te, std::int64_t at,
+                    std::vector<closed_interval>& closed) {
+  if (state && state->sandbox_id != te.template_id)
+    return; // another meter's state: not this template's
+  if (const auto* r = std::get_if<events::template_ready>(&te.change)) {
+    if (state || te.scope != events::template_scope::tenant)
+      return; // a template is ready once; a global one bills nobody
+    meter_state s;
+    s.sandbox_id = te.template_id;
+    s.tenant = e.tenant;
+    s.storage_bytes = static_cast<std::int64_t>(r->billable_bytes());
+    s.storage = open_interval{e.sequence, at};
+    state = std::move(s);
+  } else if (std::holds_alternative<events::template_deleted>(te.change)) {
+    if (!state || state->deleted)
+      return;
+    close_storage(*state, state->storage_bytes, e.sequence, at, closed);
+    state->deleted = true;
+  }
+}
+
 } // namespace
+
+std::string meter_key(const events::event& e) {
+  if (const auto* te = std::get_if<events::template_event>(&e.body))
+    return te->template_id;
+  if (e.sandbox_id == events::template_stream_key)
+    return {};
+  return e.sandbox_id;
+}
+
+std::string meter_event_id(const std::string& key, std::uint64_t seq) {
+  const bool template_meter = key.rfind("tpl_", 0) == 0;
+  return (template_meter ? std::string(events::template_stream_key) : key) + ":" +
+         std::to_string(seq);
+}
 
 void meter_event(std::optional<meter_state>& state, const events::event& e,
                  std::vector<closed_interval>& closed) {
   using namespace events;
   std::int64_t at = metering_ms(to_ns(e.occurred_at));
+  if (const auto* te = std::get_if<template_event>(&e.body)) {
+    meter_template(state, e, *te, at, closed);
+    return;
+  }
   if (const auto* c = std::get_if<created>(&e.body)) {
     if (state)
       return; // a second `created` for one sandbox: the first one stands

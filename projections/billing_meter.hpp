@@ -21,6 +21,13 @@
 // compute (it runs) and storage on the layer's last reading. So a tenant's bill of a
 // claimed sandbox starts at the claim, as a created sandbox's starts at `created`, and every
 // interval (and billing hour) of a sandbox is its one tenant's.
+//
+// A tenant's own template (scope tenant) has a storage meter of its own, keyed by the
+// template's id: it opens at the template's `ready` on the bytes its layers take in the store
+// (`ready`'s total) and closes at its `deleted`, billed to the tenant the template belongs to.
+// Its events are on the template stream, so its intervals name sequence numbers of that stream
+// (event ids "@templates:<seq>"). A global template (the operator's, the stock ones) bills
+// nobody, and a sandbox's meter never counts the template layers below its writable layer.
 #pragma once
 
 #include "events/event.hpp"
@@ -64,8 +71,17 @@ struct closed_interval {
   bool operator==(const closed_interval&) const = default;
 };
 
+// Whose meters `e` moves: its sandbox's (the sandbox id), or for an event of the template
+// stream its template's (the template id; "" for a record of a newer version that names none).
+std::string meter_key(const events::event& e);
+
+// The event id of the event `seq` of the meter `key`'s stream: "<sandbox>:<seq>", or
+// "@templates:<seq>" for a template's meter.
+std::string meter_event_id(const std::string& key, std::uint64_t seq);
+
 // Applies `e` to the sandbox's meters (`state` is empty before `created`; events of a
-// sandbox never created are ignored) and appends the intervals it closes to `closed`.
+// sandbox never created are ignored; for a template event, `state` is its template's, empty
+// before its `ready`) and appends the intervals it closes to `closed`.
 void meter_event(std::optional<meter_state>& state, const events::event& e,
                  std::vector<closed_interval>& closed);
 

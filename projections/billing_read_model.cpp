@@ -37,11 +37,35 @@ void billing_read_model::forget() {
 
 // The meter state and the last hour of the batch's sandboxes it does not remember, in one
 // statement.
+namespace {
+
+// Calls f(key, events) for each meter the batch moves: a sandbox's own events as the batch
+// has them, and the template stream's split by template (each template's storage meter is its
+// own row, keyed by its id), in key order.
+template <class F>
+void for_each_meter(const fresh_batch& batch, F f) {
+  for (const auto& sb : batch.sandboxes) {
+    if (*sb.id != events::template_stream_key) {
+      f(*sb.id, sb.events);
+      continue;
+    }
+    std::map<std::string, event_list> templates;
+    for (const auto* pe : sb.events)
+      if (auto key = meter_key(pe->event); !key.empty())
+        templates[key].push_back(pe);
+    for (const auto& [key, events] : templates)
+      f(key, events);
+  }
+}
+
+} // namespace
+
 void billing_read_model::recall(pqxx::transaction_base& tx, const fresh_batch& batch) {
   pg_array ids;
-  for (const auto& sb : batch.sandboxes)
-    if (sandboxes_.try_emplace(*sb.id).second)
-      ids.add(*sb.id);
+  for_each_meter(batch, [&](const std::string& id, const event_list&) {
+    if (sandboxes_.try_emplace(id).second)
+      ids.add(id);
+  });
   if (ids.size() == 0)
     return;
   for (const auto& f : tx.exec_params(
@@ -73,17 +97,17 @@ void billing_read_model::recall(pqxx::transaction_base& tx, const fresh_batch& b
 void billing_read_model::compute(const fresh_batch& batch) {
   rows_ = {};
   std::vector<closed_interval> closed;
-  for (const auto& sb : batch.sandboxes) {
-    auto& b = sandboxes_.at(*sb.id);
+  for_each_meter(batch, [&](const std::string& id, const event_list& events) {
+    auto& b = sandboxes_.at(id);
     const auto before = b.meter;
     const auto first = closed.size();
-    for (const auto* pe : sb.events)
+    for (const auto* pe : events)
       meter_event(b.meter, pe->event, closed);
     if (b.meter && b.meter != before)
       (before ? rows_.updates : rows_.inserts).add(*b.meter);
     if (first < closed.size())
       add_hours(closed, first, b.last_hour);
-  }
+  });
   add_intervals(closed);
 }
 

@@ -10,6 +10,9 @@
 // sandbox's latest one is a plain insert while the others may have a row (an upsert that adds
 // to it). Were that memory ever wrong, an insert would fail on the primary key — a fault: the
 // step rolls back, everything is forgotten and read again.
+//
+// A tenant's template has a meter row of its own, keyed by the template's id (billing_meter.hpp):
+// the template stream's events are split by template before they are metered.
 #pragma once
 
 #include "projections/billing_meter.hpp"

@@ -1,5 +1,6 @@
 #include "projections/billing_report.hpp"
 
+#include "projections/billing_meter.hpp"
 #include "projections/pg_array.hpp"
 
 #include <pqxx/pqxx>
@@ -51,7 +52,7 @@ bill_result billing_report(pqxx::transaction_base& tx, const std::string& tenant
     l.compute_micro_usd = price_compute(l.compute_byte_ms, rates);
     l.storage_micro_usd = price_storage(l.storage_byte_ms, rates);
     for (auto seq : seqs[id])
-      l.event_ids.push_back(id + ":" + std::to_string(seq));
+      l.event_ids.push_back(meter_event_id(id, seq));
     b.total_micro_usd += l.compute_micro_usd + l.storage_micro_usd;
     b.lines.push_back(std::move(l));
   }

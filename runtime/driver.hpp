@@ -21,6 +21,7 @@
 #pragma once
 
 #include "runtime/errc.hpp"
+#include "runtime/unique_fd.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -158,6 +159,16 @@ struct usage_info {
   std::optional<std::uint64_t> cpu_ns;       // CPU time used, where known
 };
 
+// A sandbox's writable layer opened for reading what its processes changed (a template
+// build step makes a layer of it, docs/templates.md). The tree is the overlay's upper
+// directory as the kernel left it: whiteouts are 0/0 character devices, opaque directories
+// carry trusted.overlay.opaque, and owners are host ids (the sandbox's id u is host id
+// host_id_base + u). Its content was written by the sandbox: read it by handle only.
+struct writable_layer {
+  unique_fd dir; // O_RDONLY | O_DIRECTORY
+  std::uint32_t host_id_base = 0;
+};
+
 // Called when a driver finds a sandbox broken outside any call it was making: its agent
 // broke the protocol, missed a deadline or vanished (agent_hub.hpp). The driver has ended the
 // sandbox's processes by then; `reason` names what happened.
@@ -230,6 +241,15 @@ public:
   virtual outcome<sandbox_info> inspect(const std::string& id) = 0;
   // Every sandbox this driver has, in no particular order.
   virtual outcome<std::vector<sandbox_info>> list() = 0;
+
+  // The writable layer of a filesystem-paused sandbox (no process runs; the layer is synced
+  // and its overlay unmounted, so nothing changes it while it is read): conflict in any other
+  // status; invalid_argument for a driver that keeps no files.
+  virtual outcome<writable_layer> open_writable_layer(const std::string& id) {
+    return make_error(errc::invalid_argument, "runtime " + std::string(name()) +
+                                                " keeps no files: sandbox " + id +
+                                                " has no writable layer to read");
+  }
 };
 
 } // namespace sandboxd::runtime

@@ -151,6 +151,7 @@ struct walker {
   sandboxd::sha256 h;
   layer_summary out;
   std::vector<char> buf = std::vector<char>(1 << 16);
+  const content_hashes* known = nullptr;
 
   // The manifest line of the entry `name` of `dir` (`path` in the layer), whose lstat is
   // `st`; `self` is the entry opened O_PATH, for its extended attributes.
@@ -162,7 +163,13 @@ struct walker {
                   static_cast<unsigned>(st.st_gid), static_cast<long long>(st.st_mtim.tv_sec));
     std::string what;
     if (S_ISREG(st.st_mode)) {
-      what = std::to_string(st.st_size) + " " + content_sha256(dir, name, st, path, buf);
+      const known_content* k = nullptr;
+      if (known)
+        if (auto it = known->find(static_cast<std::uint64_t>(st.st_ino));
+            it != known->end() && it->second.size == static_cast<std::uint64_t>(st.st_size))
+          k = &it->second;
+      what = std::to_string(st.st_size) + " " +
+             (k ? k->sha256 : content_sha256(dir, name, st, path, buf));
       out.file_bytes += static_cast<std::uint64_t>(st.st_size);
     } else if (S_ISLNK(st.st_mode)) {
       std::string target(static_cast<size_t>(st.st_size) + 1, '\0');
@@ -171,6 +178,7 @@ struct walker {
         fail(errno, "read the link " + path);
       target.resize(static_cast<size_t>(n));
       what = target;
+      out.link_bytes += static_cast<std::uint64_t>(st.st_size);
     } else if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
       what = std::to_string(major(st.st_rdev)) + "," + std::to_string(minor(st.st_rdev));
     } else {
@@ -202,8 +210,9 @@ std::string child_path(const std::string& parent, const std::string& name) {
 
 } // namespace
 
-layer_summary digest_layer(int root, unsigned max_depth) {
+layer_summary digest_layer(int root, unsigned max_depth, const content_hashes* known) {
   walker w;
+  w.known = known;
   w.h.add("sandboxd layer v1\n");
   unique_fd cur(::openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   struct stat st {};

@@ -20,10 +20,16 @@
 // step up checked to be the directory it came from), never follows a symlink, never enters
 // a mount point and refuses a tree nested deeper than `max_depth`; a tree that changes under
 // it makes it throw.
+//
+// The SHA-256 of a regular file's bytes may be given (`known`, by inode) by whoever wrote the
+// tree and nothing else could write it (a layer's staging tree, filled by layer_writer, which
+// hashes each file as it writes it): the walk then uses it for a file of that inode and size
+// instead of reading the file back.
 #pragma once
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 
 namespace sandboxd::runtime {
 
@@ -31,10 +37,19 @@ struct layer_summary {
   std::string sha256;           // 64 lowercase hex digits
   std::uint64_t entries = 0;    // the manifest's lines, the root included
   std::uint64_t file_bytes = 0; // the sizes of its regular files
+  std::uint64_t link_bytes = 0; // the sizes (target lengths) of its symlinks
 };
+
+// Regular files' contents as their writer hashed them: inode -> (size, SHA-256 in hex).
+struct known_content {
+  std::uint64_t size = 0;
+  std::string sha256;
+};
+using content_hashes = std::unordered_map<std::uint64_t, known_content>;
 
 // The digest of the tree whose root directory is open as `dir`. Throws std::system_error
 // on I/O errors and std::runtime_error for a tree it refuses (too deep, changed meanwhile).
-layer_summary digest_layer(int dir, unsigned max_depth = 1024);
+layer_summary digest_layer(int dir, unsigned max_depth = 1024,
+                           const content_hashes* known = nullptr);
 
 } // namespace sandboxd::runtime

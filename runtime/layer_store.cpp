@@ -161,11 +161,10 @@ void layer_store::discard(layer_staging& s) noexcept {
 committed_layer layer_store::commit(layer_staging s) {
   committed_layer out;
   try {
-    if (::fsync(s.fd.get()) != 0 && errno != EINVAL)
-      fail("sync layer " + s.name);
-    out.summary = digest_layer(s.fd.get());
+    out.summary = digest_layer(s.fd.get(), 1024, &s.known);
     s.fd.reset();
-    // Its files are on disk before the name says the layer is whole.
+    // Its files are on disk before the name says the layer is whole (one sync of the whole
+    // filesystem: a sync of the staging tree's own directory before it would be a second one).
     if (pool_)
       pool_->commit();
     else
@@ -185,7 +184,11 @@ committed_layer layer_store::commit(layer_staging s) {
     discard(s);
     throw;
   }
-  out.bytes = bytes(out.summary.sha256);
+  // What bytes() would walk the tree again for: its files' and symlinks' sizes, counted by the
+  // digest's walk. A layer stored already is measured as stored (an older one may be a
+  // subvolume, measured by its quota group).
+  out.bytes =
+    out.reused ? bytes(out.summary.sha256) : out.summary.file_bytes + out.summary.link_bytes;
   return out;
 }
 

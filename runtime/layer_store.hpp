@@ -42,10 +42,13 @@ struct layer_store_options {
   bool plain = false;           // directories even where btrfs is available (tests)
 };
 
-// A tree being filled: its name inside the store and a handle (O_RDONLY directory).
+// A tree being filled: its name inside the store, a handle (O_RDONLY directory) and the
+// contents its filler hashed as it wrote them (layer_digest.hpp: commit() does not read those
+// files back).
 struct layer_staging {
   std::string name;
   unique_fd fd;
+  content_hashes known;
 };
 
 struct committed_layer {

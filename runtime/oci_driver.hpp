@@ -141,6 +141,7 @@ public:
   outcome<usage_info> usage(const std::string& id) override;
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;
+  outcome<writable_layer> open_writable_layer(const std::string& id) override;
 
   // The runtime command line this driver uses, without the subcommand
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the

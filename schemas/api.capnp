@@ -225,7 +225,7 @@ interface Sandbox {
 struct ExecRequest {
   argv @0 :List(Text);             # argv[0] is looked up in PATH when it has no '/'
   env @1 :List(EnvVar);            # added to the sandbox's environment for this exec
-  cwd @2 :Text;                    # "" = "/"
+  cwd @2 :Text;                    # "" = the template's working directory, else "/"
   stdin @3 :Data;                  # written to the process's stdin, then end of file
   streamStdin @4 :Bool;            # start only: stdin follows through Exec.writeStdin
   timeoutNs @5 :Int64;             # 0: runs until it ends or the sandbox stops
@@ -329,7 +329,8 @@ interface Templates {
 
   build @2 (name :Text, progress :TemplateProgress) -> (template :TemplateInfo);
   # Builds stock template `name` (base, debian, python, node) now, or answers it when it
-  # is ready already (global: the admin scope). The answer comes once it is ready or has
+  # is ready already. Without the admin scope: what the caller's first create of `name` would
+  # build (a failure less than a minute old is answered). The answer comes once it is ready or has
   # failed (status "failed", `failure` says why); `progress` (may be null) hears the phases
   # and the build tool's output meanwhile.
 
@@ -344,6 +345,21 @@ interface Templates {
   # rules"): the archive is unpacked as it arrives (an image's layers once it is whole), and
   # `commit` answers once the template is ready. A name in use, or scope global without the
   # admin scope, is refused at once. Dropping the upload without commit fails the template.
+
+  buildSpec @5 (name :Text, scope :Ev.TemplateScope, format :SpecFormat, spec :Text,
+                description :Text, progress :TemplateProgress) -> (upload :TemplateUpload);
+  # A template `name` built from `spec` (docs/templates.md "Build from a spec"): FROM a
+  # template, RUN steps in build sandboxes (network none), COPY from the build context, ENV,
+  # WORKDIR, USER. Write the build context to `upload` as a tar (nothing for none: a spec
+  # without COPY needs none), then `commit` answers once the template is ready, or the error
+  # that failed it (a step's exit status, a refused context entry). `progress` hears each step
+  # and its output. A spec that does not parse (naming its line), a name in use, or scope
+  # global without the admin scope is refused at once.
+}
+
+enum SpecFormat {
+  toml @0;         # the TOML spec
+  dockerfile @1;   # the Dockerfile subset: FROM, RUN, COPY, ENV, WORKDIR, USER
 }
 
 enum ArchiveFormat {

@@ -510,6 +510,13 @@ struct TemplateReady {
   user @4 :Text;
   command @5 :List(Text);        # the default command (`sandboxctl run` and images' CMD)
   totalBytes @6 :UInt64;         # its layers' bytes
+  own :union {
+    # What its tenant is billed for and its bytes quota counts: the bytes of its layers that
+    # the template it is built on (a spec's FROM) does not have. `unknown` in records written
+    # before it (then totalBytes counts).
+    unknown @7 :Void;
+    bytes @8 :UInt64;
+  }
 }
 
 struct TemplateLayer {

@@ -15,23 +15,10 @@ namespace {
 
 using runtime::unique_fd;
 
-// Runs `fill` on a staging tree and commits it; any failure discards the tree.
+// make_layer with the guard first, for the callers below.
 template <class Fill>
-result<made_layer> make(runtime::layer_store& store, Fill fill) {
-  runtime::layer_staging s = store.begin();
-  made_layer out;
-  try {
-    auto r = fill(s, out.report);
-    if (!r) {
-      store.discard(s);
-      return r.err();
-    }
-    out.layer = store.commit(std::move(s));
-  } catch (const std::exception& e) {
-    store.discard(s);
-    return make_error(errc::internal, std::string("making a layer failed: ") + e.what());
-  }
-  return out;
+result<made_layer> make(runtime::layer_store& store, const commit_guard& guard, Fill fill) {
+  return make_layer(store, fill, guard);
 }
 
 // Sets every mtime below (and of) the directory `dir` to 0, by handle.
@@ -65,10 +52,32 @@ void zero_times(int dir) {
 
 } // namespace
 
+result<made_layer>
+make_layer(runtime::layer_store& store,
+           const std::function<result<void>(runtime::layer_staging&, write_report&)>& fill,
+           const commit_guard& guard) {
+  runtime::layer_staging s = store.begin();
+  made_layer out;
+  try {
+    auto r = fill(s, out.report);
+    if (!r) {
+      store.discard(s);
+      return r.err();
+    }
+    auto commit = [&] { return store.commit(std::move(s)); };
+    out.layer = guard ? guard(commit) : commit();
+  } catch (const std::exception& e) {
+    store.discard(s);
+    return make_error(errc::internal, std::string("making a layer failed: ") + e.what());
+  }
+  return out;
+}
+
 result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source source,
-                                  const import_limits& limits, whiteouts mode) {
-  return make(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
-    layer_writer w(s.fd.get(), limits, mode);
+                                  const import_limits& limits, whiteouts mode,
+                                  const commit_guard& guard) {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
+    layer_writer w(s.fd.get(), limits, mode, &s.known);
     auto r = extract_tar(std::move(source), w);
     report = w.report();
     return r;
@@ -76,15 +85,16 @@ result<made_layer> layer_from_tar(runtime::layer_store& store, chunk_source sour
 }
 
 result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
-                               const std::string& lower, const import_limits& limits) {
+                               const std::string& lower, const import_limits& limits,
+                               const commit_guard& guard) {
   unique_fd path_fd = store.open(lower);
   if (!path_fd)
     return make_error(errc::not_found, "layer " + lower + " is not in the layer store");
   unique_fd lower_fd(::openat(path_fd.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!lower_fd)
     return make_error(errc::internal, "cannot open layer " + lower);
-  return make(store, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
-    layer_writer w(s.fd.get(), limits, whiteouts::literal);
+  return make(store, guard, [&](runtime::layer_staging& s, write_report& report) -> result<void> {
+    layer_writer w(s.fd.get(), limits, whiteouts::literal, &s.known);
     auto r = extract_tar_above(std::move(source), lower_fd.get(), w);
     report = w.report();
     if (!r)
@@ -93,18 +103,18 @@ result<made_layer> layer_above(runtime::layer_store& store, chunk_source source,
   });
 }
 
-result<made_layer> base_layer(runtime::layer_store& store) {
+result<made_layer> base_layer(runtime::layer_store& store, const commit_guard& guard) {
   if (auto why = runtime::base_tree_unavailable())
     return make_error(errc::unavailable, *why);
-  return make(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report&) -> result<void> {
     runtime::write_base_tree(store.path() + "/" + s.name);
     zero_times(s.fd.get());
     return {};
   });
 }
 
-result<made_layer> sandboxd_layer(runtime::layer_store& store) {
-  return make(store, [&](runtime::layer_staging& s, write_report&) -> result<void> {
+result<made_layer> sandboxd_layer(runtime::layer_store& store, const commit_guard& guard) {
+  return make(store, guard, [&](runtime::layer_staging& s, write_report&) -> result<void> {
     const int root = s.fd.get();
     if (::mkdirat(root, "workspace", 0755) != 0 || ::mkdirat(root, "tmp", 0755) != 0 ||
         ::fchmodat(root, "tmp", 01777, 0) != 0 || ::fchmodat(root, "workspace", 0755, 0) != 0)

@@ -1,5 +1,6 @@
 #include "templates/layer_writer.hpp"
 
+#include "base/sha256.hpp"
 #include "runtime/beneath.hpp"
 #include "runtime/tree_walk.hpp"
 
@@ -109,8 +110,9 @@ std::uint32_t stored_owner(std::uint32_t id) {
   return id <= 65535 ? id : k_nobody;
 }
 
-layer_writer::layer_writer(int root, import_limits limits, whiteouts mode)
-    : root_(root), limits_(limits), mode_(mode), buf_(1 << 17) {
+layer_writer::layer_writer(int root, import_limits limits, whiteouts mode,
+                           runtime::content_hashes* hashes)
+    : root_(root), limits_(limits), mode_(mode), buf_(1 << 17), hashes_(hashes) {
   dirs_[""] = dir_meta{};
 }
 
@@ -301,6 +303,7 @@ result<void> layer_writer::add(const entry_header& h, const data_reader& read) {
     if (!f)
       return io_failure(shown, "create", errno);
     std::uint64_t written = 0;
+    sandboxd::sha256 content;
     for (;;) {
       long n = read(buf_.data(), buf_.size());
       if (n < 0)
@@ -310,6 +313,8 @@ result<void> layer_writer::add(const entry_header& h, const data_reader& read) {
       written += static_cast<std::uint64_t>(n);
       if (written > h.size || report_.bytes + written > limits_.max_bytes)
         return too_large(shown, "holds more bytes than its header says");
+      if (hashes_)
+        content.add(std::string_view(buf_.data(), static_cast<std::size_t>(n)));
       for (long off = 0; off < n;) {
         ssize_t w = ::write(f.get(), buf_.data() + off, static_cast<size_t>(n - off));
         if (w < 0) {
@@ -324,6 +329,12 @@ result<void> layer_writer::add(const entry_header& h, const data_reader& read) {
     if (::fchown(f.get(), uid, gid) != 0 || ::fchmod(f.get(), perms(h.mode, report_)) != 0 ||
         !set_xattrs(f.get(), kept_xattrs(h.xattrs, report_)) || ::futimens(f.get(), times) != 0)
       return io_failure(shown, "set owner, mode and times", errno);
+    if (hashes_) {
+      struct stat st {};
+      if (::fstat(f.get(), &st) != 0)
+        return io_failure(shown, "stat", errno);
+      (*hashes_)[static_cast<std::uint64_t>(st.st_ino)] = {written, to_hex(content.finish())};
+    }
     return {};
   }
   case entry_type::symlink: {
@@ -399,6 +410,18 @@ result<void> layer_writer::whiteout(const std::string& path) {
   if (::utimensat(p.value(), split->back().c_str(), zero, AT_SYMLINK_NOFOLLOW) != 0)
     return io_failure(shown, "time the whiteout", errno);
   ++report_.whiteouts;
+  return {};
+}
+
+result<void> layer_writer::make_opaque(const std::string& path) {
+  auto split = split_entry_path(path, limits_);
+  if (!split)
+    return split.err();
+  auto it = dirs_.find(join(split.value(), split->size()));
+  if (it == dirs_.end())
+    return refused(shown_path(path), "is no directory of this layer; it cannot be made opaque");
+  it->second.opaque = true;
+  ++report_.opaque_dirs;
   return {};
 }
 

@@ -30,6 +30,7 @@
 #pragma once
 
 #include "base/result.hpp"
+#include "runtime/layer_digest.hpp"
 #include "runtime/unique_fd.hpp"
 
 #include <cstdint>
@@ -98,8 +99,10 @@ using data_reader = std::function<long(char* buf, std::size_t n)>;
 
 class layer_writer {
 public:
-  // `root`: the empty layer directory (an O_RDONLY handle; not owned).
-  layer_writer(int root, import_limits limits, whiteouts mode);
+  // `root`: the empty layer directory (an O_RDONLY handle; not owned). `hashes` (may be null)
+  // gets the SHA-256 of every regular file as it is written, by inode (layer_digest.hpp).
+  layer_writer(int root, import_limits limits, whiteouts mode,
+               runtime::content_hashes* hashes = nullptr);
   ~layer_writer();
   layer_writer(const layer_writer&) = delete;
   layer_writer& operator=(const layer_writer&) = delete;
@@ -109,6 +112,10 @@ public:
   // An overlayfs whiteout at `path` (a 0/0 character device): the layer hides what the layers
   // below it have there.
   result<void> whiteout(const std::string& path);
+  // Marks the directory `path`, added before, opaque (trusted.overlay.opaque=y, applied by
+  // finish()): the layer hides what the layers below it have in it. For trees that carry
+  // overlayfs's own marks (a build step's writable layer), whatever the whiteout mode.
+  result<void> make_opaque(const std::string& path);
   // Applies the directories' metadata. Call once, after the last add().
   result<void> finish();
   const write_report& report() const { return report_; }
@@ -136,6 +143,7 @@ private:
   std::string cached_parent_;            // the parent the last entry was written into
   runtime::unique_fd cached_fd_;
   std::vector<char> buf_;
+  runtime::content_hashes* hashes_;
 };
 
 } // namespace sandboxd::templates

@@ -2,6 +2,7 @@
 
 #include "base/crc32c.hpp"
 #include "runtime/names.hpp"
+#include "templates/build_cache.hpp"
 #include "templates/image_layout.hpp"
 #include "templates/image_spool.hpp"
 #include "templates/layer_making.hpp"
@@ -494,11 +495,20 @@ result<template_state> template_registry::build_stock(const asker& who, const st
   if (!d)
     return make_error(errc::not_found, "there is no stock template " + name +
                                          "; the stock templates are base, debian, python, node");
-  if (!who.admin)
-    return make_error(errc::permission_denied,
-                      "stock templates are global: building one ahead of time needs a token "
-                      "with scope admin (any create --template " +
-                        name + " builds it on first use)");
+  if (!who.admin) {
+    // What the tenant's first create of `name` would do, ahead of it (so that the create's
+    // caller can show the build): the stock template built now if it is not yet (a failure
+    // less than a minute old is answered as it is), or the template the name stands for.
+    template_state t;
+    {
+      auto held = acquire(who, name, progress);
+      if (!held)
+        return held.err();
+      std::lock_guard<std::mutex> g(mu_);
+      t = catalog_.by_id.at(held.value()->ref().id);
+    }
+    return t;
+  }
   {
     std::lock_guard<std::mutex> g(mu_);
     if (const auto* t = find(catalog_, {who.tenant, who.principal, true}, name);
@@ -518,6 +528,16 @@ void template_registry::unpin(const std::string& sha256) {
   std::lock_guard<std::mutex> g(mu_);
   if (auto it = pins_.find(sha256); it != pins_.end())
     pins_.erase(it);
+}
+
+runtime::committed_layer
+template_registry::commit_pinned(const std::function<runtime::committed_layer()>& commit,
+                                 std::vector<std::string>& pinned) {
+  std::lock_guard<std::mutex> gc(gc_mu_);
+  auto layer = commit();
+  pin(layer.summary.sha256);
+  pinned.push_back(layer.summary.sha256);
+  return layer;
 }
 
 result<template_state> template_registry::run_stock_build(const asker& who,
@@ -568,7 +588,7 @@ result<template_state> template_registry::run_stock_build(const asker& who,
     from_hex(d.packages.empty() ? sha256_hex("stock base") : stock_key(d, options_.stock));
   if (parent)
     created.parent_id = parent->id;
-  if (auto m = may_make(snapshot(), who, t.scope, t.name); !m)
+  if (auto m = templates::may_make(snapshot(), who, t.scope, t.name); !m)
     return m.err();
   if (auto e = emit(t, who.tenant, who.principal, {created}); !e)
     return e.err();
@@ -591,10 +611,8 @@ result<template_state> template_registry::run_stock_build(const asker& who,
     layers.push_back({a.sha256, a.bytes});
     return emit(t, who.tenant, who.principal, {a});
   };
-  auto committed = [&](result<made_layer> m) -> result<made_layer> {
-    if (m)
-      pinned.push_back(m->layer.summary.sha256);
-    return m;
+  const commit_guard guard = [&](const std::function<runtime::committed_layer()>& commit) {
+    return commit_pinned(commit, pinned);
   };
   auto fail = [&](const error& err) -> result<template_state> {
     emit(t, who.tenant, who.principal, {events::template_failed{err}});
@@ -626,13 +644,7 @@ result<template_state> template_registry::run_stock_build(const asker& who,
     if (d.name == "base") {
       if (progress)
         progress({"making template base from /bin/busybox", 0.5, ""});
-      result<made_layer> m = make_error(errc::internal, "");
-      {
-        std::lock_guard<std::mutex> gc(gc_mu_);
-        m = committed(base_layer(*options_.layers));
-        if (m)
-          pin(m->layer.summary.sha256);
-      }
+      auto m = base_layer(*options_.layers, guard);
       if (!m)
         return m.err();
       return add_layer(m.value(), "busybox");
@@ -656,30 +668,18 @@ result<template_state> template_registry::run_stock_build(const asker& who,
       return make_error(errc::internal,
                         "cannot open " + tarball.value() + ": " + std::strerror(errno));
     runtime::unique_fd hold(fd);
-    result<made_layer> m = make_error(errc::internal, "");
-    {
-      std::lock_guard<std::mutex> gc(gc_mu_);
-      m = committed(
-        parent && !layers.empty()
-          ? layer_above(*options_.layers, fd_source(fd), to_hex(layers.back().sha256),
-                        options_.limits)
-          : layer_from_tar(*options_.layers, fd_source(fd), options_.limits, whiteouts::literal));
-      if (m)
-        pin(m->layer.summary.sha256);
-    }
+    auto m = parent && !layers.empty()
+               ? layer_above(*options_.layers, fd_source(fd), to_hex(layers.back().sha256),
+                             options_.limits, guard)
+               : layer_from_tar(*options_.layers, fd_source(fd), options_.limits,
+                                whiteouts::literal, guard);
     if (options_.stock.cache_dir.empty())
       ::unlink(tarball->c_str());
     if (!m)
       return m.err();
     if (auto r = add_layer(m.value(), cached ? "stock (cached tarball)" : "stock (mmdebstrap)"); !r)
       return r;
-    result<made_layer> top = make_error(errc::internal, "");
-    {
-      std::lock_guard<std::mutex> gc(gc_mu_);
-      top = committed(sandboxd_layer(*options_.layers));
-      if (top)
-        pin(top->layer.summary.sha256);
-    }
+    auto top = sandboxd_layer(*options_.layers, guard);
     if (!top)
       return top.err();
     return add_layer(top.value(), "sandboxd");
@@ -693,6 +693,7 @@ result<template_state> template_registry::run_stock_build(const asker& who,
   ready.command = d.command;
   for (const auto& l : layers)
     ready.total_bytes += l.bytes;
+  ready.own_bytes = ready.total_bytes; // built on no template
   ready.digest =
     template_digest(ready.layers, ready.env, ready.working_directory, ready.user, ready.command);
   if (auto e = emit(t, who.tenant, who.principal, {ready}); !e) {
@@ -745,6 +746,7 @@ std::size_t template_registry::collect_layers() {
     std::lock_guard<std::mutex> g(mu_);
     held = held_layers(catalog_);
     held.insert(pins_.begin(), pins_.end());
+    held.merge(cache_kept_layers(catalog_, options_.build.cache_bytes));
   }
   std::size_t removed = 0;
   for (const auto& l : options_.layers->list())
@@ -759,8 +761,6 @@ result<template_state> template_registry::import_archive(const asker& who,
                                                          const import_request& request,
                                                          chunk_source source,
                                                          const progress_sink& progress) {
-  if (auto m = may_make(snapshot(), who, request.scope, request.name); !m)
-    return m.err();
   const bool image = request.format == archive_format::image;
   template_state t;
   t.id = new_template_id();
@@ -770,13 +770,45 @@ result<template_state> template_registry::import_archive(const asker& who,
   created.source = events::template_source::import_archive;
   created.description = std::string(image ? "image archive" : "root filesystem archive") +
                         (request.description.empty() ? "" : " " + request.description);
-  if (auto e = emit(t, who.tenant, who.principal, {created}); !e)
-    return e.err();
+  // The name and the tenant's quota are checked before anything is logged, and the check and
+  // the `created` it allows are one step for every import (the count is exact).
+  const bool own = request.scope == events::template_scope::tenant;
+  import_limits limits = options_.limits;
+  template_quota quota;
+  bool quota_binds = false; // the bytes quota, not the import limit, bounds the unpacking
+  {
+    std::lock_guard<std::mutex> one_at_a_time(make_mu_);
+    if (auto m = may_make(who, request.scope, request.name); !m)
+      return m.err();
+    if (auto e = emit(t, who.tenant, who.principal, {created}); !e)
+      return e.err();
+    if (own) {
+      std::lock_guard<std::mutex> g(mu_);
+      quota = options_.quota;
+      const auto left = bytes_left(catalog_, who.tenant, quota);
+      quota_binds = left < limits.max_bytes;
+      limits.max_bytes = std::min(limits.max_bytes, left);
+    }
+  }
+  // A layer writer stopped by the bytes quota says "more than <limit> bytes": that is the quota.
+  auto quota_error = [&](const error& e) -> error {
+    const std::string limit = "more than " + std::to_string(limits.max_bytes) + " bytes";
+    if (!quota_binds || e.code != errc::too_large || e.message.size() < limit.size() ||
+        e.message.compare(e.message.size() - limit.size(), limit.size(), limit) != 0)
+      return e;
+    std::lock_guard<std::mutex> g(mu_);
+    const auto held =
+      usage_of(catalog_, who.tenant).bytes - template_bytes(catalog_.by_id.at(t.id));
+    return over_bytes_quota(t.name, quota, held);
+  };
   std::vector<events::template_layer> layers;
   std::vector<std::string> pinned;
   auto unpin_all = [&] {
     for (const auto& p : pinned)
       unpin(p);
+  };
+  const commit_guard guard = [&](const std::function<runtime::committed_layer()>& commit) {
+    return commit_pinned(commit, pinned);
   };
   auto add = [&](const made_layer& m, const std::string& origin) -> result<void> {
     events::template_layer_added a;
@@ -790,19 +822,11 @@ result<template_state> template_registry::import_archive(const asker& who,
     return emit(t, who.tenant, who.principal, {a});
   };
   // One archive into a layer, pinned against a collection until the template is settled.
-  auto unpack = [&](chunk_source from, const import_limits& limits, whiteouts mode,
+  auto unpack = [&](chunk_source from, const import_limits& bounds, whiteouts mode,
                     const std::string& origin) -> result<write_report> {
-    result<made_layer> m = make_error(errc::internal, "");
-    {
-      std::lock_guard<std::mutex> gc(gc_mu_);
-      m = layer_from_tar(*options_.layers, std::move(from), limits, mode);
-      if (m) {
-        pin(m->layer.summary.sha256);
-        pinned.push_back(m->layer.summary.sha256);
-      }
-    }
+    auto m = layer_from_tar(*options_.layers, std::move(from), bounds, mode, guard);
     if (!m)
-      return m.err();
+      return quota_error(m.err());
     if (auto a = add(m.value(), origin); !a)
       return a.err();
     return m.value().report;
@@ -825,7 +849,7 @@ result<template_state> template_registry::import_archive(const asker& who,
     for (const auto& c : plan.checked)
       if (auto fd = spool.value()->open_checked(c.path, c.sha256); !fd)
         return fd.err();
-    import_limits left = options_.limits;
+    import_limits left = limits;
     for (std::size_t i = 0; i < plan.layers.size(); ++i) {
       const auto& l = plan.layers[i];
       if (progress)
@@ -851,18 +875,10 @@ result<template_state> template_registry::import_archive(const asker& who,
     } else {
       if (progress)
         progress({"unpacking the archive", -1, ""});
-      if (auto r = unpack(std::move(source), options_.limits, whiteouts::literal, "archive"); !r)
+      if (auto r = unpack(std::move(source), limits, whiteouts::literal, "archive"); !r)
         return r.err();
     }
-    result<made_layer> top = make_error(errc::internal, "");
-    {
-      std::lock_guard<std::mutex> gc(gc_mu_);
-      top = sandboxd_layer(*options_.layers);
-      if (top) {
-        pin(top->layer.summary.sha256);
-        pinned.push_back(top->layer.summary.sha256);
-      }
-    }
+    auto top = sandboxd_layer(*options_.layers, guard);
     if (!top)
       return top.err();
     return add(top.value(), "sandboxd");
@@ -887,14 +903,49 @@ result<template_state> template_registry::import_archive(const asker& who,
   }
   for (const auto& l : layers)
     ready.total_bytes += l.bytes;
+  ready.own_bytes = ready.total_bytes; // built on no template
   ready.digest =
     template_digest(ready.layers, ready.env, ready.working_directory, ready.user, ready.command);
-  auto e = emit(t, who.tenant, who.principal, {ready});
+  result<void> e;
+  std::optional<error> over;
+  {
+    // What the layers take in the store (symlinks and layers stored already count too) is
+    // known only now: the quota holds for it, checked with the `ready` it allows.
+    std::lock_guard<std::mutex> one_at_a_time(make_mu_);
+    if (own && quota.bytes != 0) {
+      std::lock_guard<std::mutex> g(mu_);
+      const auto held =
+        usage_of(catalog_, who.tenant).bytes - template_bytes(catalog_.by_id.at(t.id));
+      if (held + ready.total_bytes > quota.bytes)
+        over = over_bytes_quota(t.name, quota, held);
+    }
+    if (!over)
+      e = emit(t, who.tenant, who.principal, {ready});
+  }
+  if (over) {
+    emit(t, who.tenant, who.principal, {events::template_failed{*over}});
+    unpin_all();
+    collect_layers();
+    return *over;
+  }
   unpin_all();
-  if (!e)
-    return e.err();
   std::lock_guard<std::mutex> g(mu_);
   return catalog_.by_id.at(t.id);
+}
+
+result<void> template_registry::may_make(const asker& who, events::template_scope scope,
+                                         const std::string& name) const {
+  std::lock_guard<std::mutex> g(mu_);
+  if (auto m = templates::may_make(catalog_, who, scope, name); !m)
+    return m;
+  if (scope == events::template_scope::tenant)
+    return may_add(catalog_, who.tenant, options_.quota);
+  return {};
+}
+
+void template_registry::set_quota(const template_quota& q) {
+  std::lock_guard<std::mutex> g(mu_);
+  options_.quota = q;
 }
 
 } // namespace sandboxd::templates

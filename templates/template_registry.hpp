@@ -25,8 +25,10 @@
 #include "events/event_log.hpp"
 #include "runtime/layer_store.hpp"
 #include "templates/archive_reader.hpp"
+#include "templates/build_spec.hpp"
 #include "templates/stock_templates.hpp"
 #include "templates/template_catalog.hpp"
+#include "templates/template_quota.hpp"
 
 #include <chrono>
 #include <condition_variable>
@@ -38,7 +40,26 @@
 #include <string>
 #include <vector>
 
+namespace sandboxd::runtime {
+class driver;
+}
+
 namespace sandboxd::templates {
+
+// Spec builds (spec_build.cpp, docs/templates.md "Build from a spec"): where RUN steps run
+// and within what.
+struct build_options {
+  runtime::driver* driver = nullptr; // not owned; null: a spec with RUN is unavailable
+  std::string runtime;               // the driver's name, for progress and messages
+  std::uint64_t memory_bytes = 2ull << 30;
+  std::uint32_t cpu_millis = 2000;
+  std::uint32_t pids = 2048;
+  std::uint64_t disk_bytes = 0; // a build sandbox's writable layer; 0: the driver's default
+  std::chrono::seconds step_timeout{3600};
+  // How much of the layers of steps of builds no longer live the build cache keeps from
+  // collection (build_cache.hpp).
+  std::uint64_t cache_bytes = 4ull << 30;
+};
 
 struct registry_options {
   events::event_log* log = nullptr;             // not owned; outlives the registry
@@ -46,7 +67,9 @@ struct registry_options {
   std::string dir;                              // the registry's own files
   stock_options stock;                          // where stock tarballs are cached
   import_limits limits;
+  template_quota quota; // per tenant, on its own templates (set_quota changes it)
   std::function<events::time_point()> clock; // empty: the system clock
+  build_options build;
 };
 
 // What a build or import reports while it runs (it may be called from any thread).
@@ -76,6 +99,14 @@ private:
 };
 
 enum class archive_format { rootfs, image };
+
+struct spec_request {
+  std::string name;
+  events::template_scope scope = events::template_scope::tenant;
+  spec_format format = spec_format::toml;
+  std::string text;        // the spec itself
+  std::string description; // e.g. the spec's file name
+};
 
 struct import_request {
   std::string name;
@@ -112,12 +143,30 @@ public:
   // other template holds.
   result<template_state> remove(const asker& who, const std::string& name);
 
-  // Builds (or rebuilds, once deleted) a stock template now.
+  // Builds (or rebuilds, once deleted) a stock template now. Without admin, what the first
+  // create of `name` would do (acquire()): the stock build if it is not built, the waiting
+  // minute after a failure holds; an admin's build tries again at once.
   result<template_state> build_stock(const asker& who, const std::string& name,
                                      const progress_sink& progress);
   // Imports an archive streamed from `source` as template request.name.
   result<template_state> import_archive(const asker& who, const import_request& request,
                                         chunk_source source, const progress_sink& progress);
+
+  // Builds template request.name from a spec (spec_build.cpp): FROM's layers, then a layer
+  // for each RUN (run in a build sandbox, network none) and COPY (files of the build context,
+  // a tar read from `context` first; empty: none) that changed something, reusing the layers
+  // of earlier builds' steps with the same inputs (build_cache.hpp). Step output goes to
+  // `progress`. A spec that does not parse is invalid_argument before anything is recorded;
+  // a step that fails is the template's `failed`.
+  result<template_state> build_spec(const asker& who, const spec_request& request,
+                                    chunk_source context, const progress_sink& progress);
+  // Whether `who` may start template `name` in `scope` now: template_catalog's may_make, and
+  // for a tenant's own template its quota (template_quota.hpp). What an import's call checks
+  // before a byte is sent; the import checks again before it logs anything.
+  result<void> may_make(const asker& who, events::template_scope scope,
+                        const std::string& name) const;
+  // The per-tenant quota on its own templates, for the templates made from now on.
+  void set_quota(const template_quota& q);
 
   catalog snapshot() const;
   runtime::layer_store& layers() { return *options_.layers; }
@@ -143,9 +192,14 @@ private:
                                          const progress_sink& progress);
   result<template_state> stock_for(const asker& who, const stock_definition& d,
                                    const progress_sink& progress);
+  struct spec_run; // one spec build in progress (spec_build.cpp)
   // A layer committed by a build and not yet announced is pinned against collection.
   void pin(const std::string& sha256);
   void unpin(const std::string& sha256);
+  // A layer's commit under the collection lock, pinned (and added to `pinned`) before the lock
+  // goes: layer_making's commit_guard. Only the commit takes the lock, never the filling.
+  runtime::committed_layer commit_pinned(const std::function<runtime::committed_layer()>& commit,
+                                         std::vector<std::string>& pinned);
 
   registry_options options_;
   std::int32_t partition_ = 0;
@@ -165,6 +219,7 @@ private:
   std::mutex write_mu_; // one append at a time: dense sequence numbers
   std::mutex gc_mu_;    // a layer's commit and pin against a collection
   std::mutex stock_mu_; // one stock build at a time (python waits for debian)
+  std::mutex make_mu_;  // a quota check and the event it allows, together
 };
 
 // tpl_<16 hex digits>, random.

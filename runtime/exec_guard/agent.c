@@ -6,6 +6,7 @@
 #include "agent_wire.h"
 #include "guard.h"
 #include "tree.h"
+#include "vm_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,7 +25,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#define MAX_EXECS 200           /* four descriptors each, under RLIMIT_NOFILE 1024 */
+#define MAX_EXECS 200 /* three descriptors each (six until started), under RLIMIT_NOFILE 1024 */
 #define OUT_HIGH (2u << 20)     /* pipes are not read while more waits for the socket */
 #define DRAIN_BUDGET (1u << 20) /* read per stream after the program's end, at most */
 #define BACKSTOP_MS 5000        /* after the timeout, should the guard not report */
@@ -32,11 +33,14 @@
 
 struct exec {
   int used;
-  uint32_t id;
+  uint32_t id;     /* the stream */
+  uint32_t serial; /* the guard's records name it: unique in this agent's life (a stream id
+                      is not: each connection counts from 1) */
   pid_t guard;     /* unreaped while > 0 */
   int guard_ended; /* reaped (status in guard_status) */
   int guard_status;
-  int fd_status, fd_out[2], fd_in; /* -1 once closed; fd_out[0] stdout, [1] stderr */
+  int fd_out[2], fd_in; /* -1 once closed; fd_out[0] stdout, [1] stderr */
+  int fd_program[3];     /* the program's ends, held until its guard has passed them on */
   int started;                     /* SBA_STARTED was put: output may follow */
   int ended;                       /* the program's end is known (wait_status, timed_out) */
   int wait_status;
@@ -44,7 +48,8 @@ struct exec {
   uint64_t credit;
   uint64_t max_output; /* 0: none */
   uint64_t seen[2];
-  uint64_t drained[2]; /* read since the end */
+  uint64_t drained[2];     /* read since the end */
+  int64_t rest_until[2];   /* monotonic us: the pipe is not polled before */
   int truncated;
   char* in_buf; /* SBA_STDIN_WINDOW bytes */
   size_t in_len;
@@ -54,6 +59,12 @@ struct exec {
 };
 
 static struct exec execs[MAX_EXECS];
+/* Every guard writes its records (guard_record) to one pipe; the agent reads them from
+ * records_in. */
+static int records_in = -1, records_out = -1;
+static uint32_t last_serial = 0;
+/* stdin of an exec without one (read-only, as open would give it each time). */
+static int dev_null = -1;
 static int sock = -1;
 static int replaced = 0;
 static uint32_t last_stream = 0;
@@ -79,6 +90,12 @@ static uint32_t last_stream_of_frame = 0;
 static int64_t last_born_us = 0;
 #define HOLD_BYTES (128u << 10)
 #define HOLD_US 1000
+/* A pipe whose read brought less than REST_BELOW is not read again for REST_US: a program
+ * that writes fast in small writes fills the pipe meanwhile instead of waking the agent for
+ * each write (busybox's head: one wake-up and one read per 8 KiB). Within the hold above, so
+ * it delays no output more than the hold does. */
+#define REST_BELOW (64u << 10)
+#define REST_US 200
 
 static unsigned char scratch[64 << 10];
 
@@ -109,9 +126,9 @@ static uint64_t get64(const unsigned char* p) {
   return (uint64_t)get32(p) | (uint64_t)get32(p + 4) << 32;
 }
 
+/* For a pipe end the agent made: no other status flag is set on it. */
 static int set_nonblock(int fd) {
-  int f = fcntl(fd, F_GETFL);
-  return f < 0 ? -1 : fcntl(fd, F_SETFL, f | O_NONBLOCK);
+  return fcntl(fd, F_SETFL, O_NONBLOCK);
 }
 
 static void close_fd(int* fd) {
@@ -178,15 +195,30 @@ static struct exec* find_exec(uint32_t id) {
   return NULL;
 }
 
+static void init_exec(struct exec* e) {
+  memset(e, 0, sizeof *e);
+  e->fd_out[0] = e->fd_out[1] = e->fd_in = -1;
+  e->fd_program[0] = e->fd_program[1] = e->fd_program[2] = -1;
+}
+
+static void close_program_ends(struct exec* e) {
+  for (int i = 0; i < 3; ++i)
+    close_fd(&e->fd_program[i]);
+}
+
 static void free_exec(struct exec* e) {
-  close_fd(&e->fd_status);
   close_fd(&e->fd_out[0]);
   close_fd(&e->fd_out[1]);
   close_fd(&e->fd_in);
+  close_program_ends(e);
   free(e->in_buf);
   /* A guard not reaped yet is reaped by reap_all as any orphan. */
-  memset(e, 0, sizeof *e);
-  e->fd_status = e->fd_out[0] = e->fd_out[1] = e->fd_in = -1;
+  init_exec(e);
+}
+
+/* Whether the exec's guard is still on it: not ended (nor reaped), nor on to another exec. */
+static int guard_on(const struct exec* e) {
+  return e->guard > 0 && !e->guard_ended && vm_guard_runs(e->guard, e->serial);
 }
 
 /* The connection is gone: nothing of an exec in flight can be delivered any more, so each
@@ -199,7 +231,7 @@ static void drop_connection(void) {
     struct exec* e = &execs[i];
     if (!e->used)
       continue;
-    if (e->guard > 0 && !e->guard_ended) {
+    if (guard_on(e)) {
       tree_kill(e->guard);
       kill(e->guard, SIGKILL);
     }
@@ -360,6 +392,29 @@ static int cmp_int(const void* a, const void* b) {
   return *(const int*)a - *(const int*)b;
 }
 
+/* The forked guard of a file change (or of an exec where vm_guard.h cannot run): a child of
+ * the agent that runs guard_run with only its own descriptors. Its PID, or -errno. */
+static pid_t fork_guard(const struct guard_spec* g) {
+  pid_t guard = fork();
+  if (guard != 0)
+    return guard < 0 ? -errno : guard;
+  int keep[4] = {g->in_fd, g->out_fd, g->err_fd, g->status_fd};
+  qsort(keep, 4, sizeof keep[0], cmp_int);
+  close_except(keep, 4);
+  /* A process group of its own (a `kill 0` in one exec reaches only that exec), in the
+   * agent's session: its parent, the agent, is in another group of the same session, so
+   * the group is never orphaned and the kernel never sends it SIGHUP and SIGCONT (which
+   * would undo a stop and end the program). */
+  setpgid(0, 0);
+  int timed_out;
+  if (guard_run(g, &timed_out) < 0) {
+    dprintf(g->err_fd, "cannot start the program: %s\n", strerror(errno));
+    struct guard_record r = {g->id, GUARD_EXITED, 126 << 8};
+    (void)!write(g->status_fd, &r, sizeof r);
+  }
+  _exit(0);
+}
+
 static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
   if (id == 0 || id <= last_stream) {
     drop_connection(); /* the host broke the protocol: start afresh */
@@ -381,19 +436,22 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
     spawn_failed(id, EMFILE, "too many execs in flight in this sandbox");
     return;
   }
-  int po[2] = {-1, -1}, pe[2] = {-1, -1}, ps[2] = {-1, -1}, pi[2] = {-1, -1};
-  int ok = pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0 && pipe2(ps, O_CLOEXEC) == 0;
+  /* The program's ends block (as a program expects); the agent's are made non-blocking once
+   * the guard runs, off the way to the program's start. */
+  int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
+  int ok = pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0;
   if (ok && s.stdin_pipe)
     ok = pipe2(pi, O_CLOEXEC) == 0;
-  else if (ok)
+  else if (ok && dev_null < 0)
     ok = (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;
   int err = errno;
+  const int in_fd = pi[0] >= 0 ? pi[0] : dev_null;
   char* in_buf = ok && s.stdin_pipe ? malloc(SBA_STDIN_WINDOW) : NULL;
   if (ok && s.stdin_pipe && in_buf == NULL)
     ok = 0, err = ENOMEM;
   if (!ok) {
-    int* all[] = {po, pe, ps, pi};
-    for (int i = 0; i < 4; ++i)
+    int* all[] = {po, pe, pi};
+    for (int i = 0; i < 3; ++i)
       for (int j = 0; j < 2; ++j)
         if (all[i][j] >= 0)
           close(all[i][j]);
@@ -405,51 +463,47 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
   /* Bigger pipes: fewer, larger reads (refused past the user's pipe quota: kept small). */
   fcntl(po[1], F_SETPIPE_SZ, 256 << 10);
   fcntl(pe[1], F_SETPIPE_SZ, 256 << 10);
-  pid_t guard = fork();
-  if (guard == 0) {
-    int keep[4] = {pi[0], po[1], pe[1], ps[1]};
-    qsort(keep, 4, sizeof keep[0], cmp_int);
-    close_except(keep, 4);
-    /* A process group of its own (a `kill 0` in one exec reaches only that exec), in the
-     * agent's session: its parent, the agent, is in another group of the same session, so
-     * the group is never orphaned and the kernel never sends it SIGHUP and SIGCONT (which
-     * would undo a stop and end the program). */
-    setpgid(0, 0);
-    struct guard_spec g = {s.argv, s.envp,       s.cwd,     pi[0], po[1],
-                           pe[1],  s.timeout_ms, s.builtin, ps[1]};
-    int timed_out;
-    if (guard_run(&g, &timed_out) < 0) {
-      dprintf(pe[1], "cannot start the program: %s\n", strerror(errno));
-      int32_t r[2] = {GUARD_EXITED, 126 << 8};
-      (void)!write(ps[1], r, sizeof r);
-    }
-    _exit(0);
+  if (++last_serial == 0)
+    last_serial = 1;
+  struct guard_spec g = {s.argv, s.envp, s.cwd,        in_fd,       po[1],
+                         pe[1],  s.timeout_ms, s.builtin, records_out, last_serial};
+  /* A vm guard reads the spawn's strings until its program runs: they are its to keep. It
+   * shares the agent's descriptors, so the program's ends stay open here until it reports
+   * the program started; a forked guard has copies of them already. */
+  void* released = NULL;
+  pid_t guard = vm_guard_start(&g, s.block, &released);
+  free(released);
+  const int shared = guard != -ENOSYS;
+  if (!shared)
+    guard = fork_guard(&g);
+  if (!shared || guard < 0) {
+    free(s.block);
+    close(po[1]);
+    close(pe[1]);
+    if (pi[0] >= 0)
+      close(pi[0]);
+    po[1] = pe[1] = pi[0] = -1;
   }
-  err = errno;
-  close(po[1]);
-  close(pe[1]);
-  close(ps[1]);
-  close(pi[0]);
-  free(s.block);
   if (guard < 0) {
     close(po[0]);
     close(pe[0]);
-    close(ps[0]);
     if (pi[1] >= 0)
       close(pi[1]);
     free(in_buf);
-    spawn_failed(id, err, "cannot fork the exec's guard");
+    spawn_failed(id, -guard, "cannot start the exec's guard");
     return;
   }
   set_nonblock(po[0]);
   set_nonblock(pe[0]);
-  set_nonblock(ps[0]);
   if (pi[1] >= 0)
     set_nonblock(pi[1]);
+  e->fd_program[0] = pi[0];
+  e->fd_program[1] = po[1];
+  e->fd_program[2] = pe[1];
   e->used = 1;
   e->id = id;
+  e->serial = last_serial;
   e->guard = guard;
-  e->fd_status = ps[0];
   e->fd_out[0] = po[0];
   e->fd_out[1] = pe[0];
   e->fd_in = pi[1];
@@ -513,31 +567,38 @@ static ssize_t read_output(struct exec* e, int k) {
     close_fd(&e->fd_out[k]);
     return -1;
   }
+  if (n > 0 && (size_t)n < REST_BELOW)
+    e->rest_until[k] = now_us() + REST_US;
   return n < 0 ? 0 : n;
 }
 
-static void read_status(struct exec* e) {
-  int32_t r[2];
+/* Takes every guard record the pipe holds. */
+static void read_records(void) {
+  struct guard_record r[64];
   for (;;) {
-    ssize_t n = read(e->fd_status, r, sizeof r);
-    if (n == (ssize_t)sizeof r) {
-      if (r[0] == GUARD_STARTED && !e->started) {
+    ssize_t n = read(records_in, r, sizeof r);
+    if (n <= 0)
+      return; /* EAGAIN: none now (the agent holds the write end: never at its end) */
+    for (ssize_t i = 0; i < n / (ssize_t)sizeof r[0]; ++i) {
+      struct exec* e = NULL;
+      for (int k = 0; k < MAX_EXECS && e == NULL; ++k)
+        if (execs[k].used && execs[k].serial == r[i].id)
+          e = &execs[k];
+      if (e == NULL)
+        continue; /* its exec ended meanwhile (the connection broke) */
+      close_program_ends(e); /* the program has its copies, or will never run */
+      if (r[i].kind == GUARD_STARTED && !e->started) {
         e->started = 1;
-        put_u32_frame(SBA_STARTED, e->id, (uint32_t)r[1]);
-      } else if (r[0] == GUARD_EXITED && !e->ended) {
+        put_u32_frame(SBA_STARTED, e->id, (uint32_t)r[i].value);
+      } else if (r[i].kind == GUARD_EXITED && !e->ended) {
         e->ended = 1;
-        e->wait_status = r[1];
-      } else if (r[0] == GUARD_TIMED_OUT && !e->ended) {
+        e->wait_status = r[i].value;
+      } else if (r[i].kind == GUARD_TIMED_OUT && !e->ended) {
         e->ended = 1;
         e->wait_status = SIGKILL;
         e->timed_out = 1;
       }
-      continue;
     }
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-      return;
-    close_fd(&e->fd_status); /* the guard is gone */
-    return;
   }
 }
 
@@ -574,9 +635,10 @@ static void write_stdin(struct exec* e) {
  * the end; 1 when the exec is over. */
 static int finish(struct exec* e) {
   if (!e->ended) {
-    if (e->fd_status >= 0 || !e->guard_ended)
+    if (!e->guard_ended)
       return 0;
-    /* The guard ended without a report (killed): its own status is the exec's. */
+    /* The guard ended without a report (killed; reap_all read its records after it was
+     * reaped, so none is still on the way): its own status is the exec's. */
     e->ended = 1;
     e->wait_status = e->guard_status;
   }
@@ -654,7 +716,7 @@ static void handle_frame(uint8_t kind, uint32_t stream, const unsigned char* b, 
       return;
     int sig = (int)get32(b);
     int count = 0;
-    if (e != NULL && e->guard > 0 && !e->guard_ended && sig >= 0 && sig < NSIG)
+    if (e != NULL && guard_on(e) && sig >= 0 && sig < NSIG)
       count = sig == SIGKILL ? tree_kill(e->guard) : tree_signal(e->guard, sig);
     put_u32_frame(SBA_SIGNALLED, stream, (uint32_t)count);
     return;
@@ -724,35 +786,45 @@ static void flush_socket(void) {
   }
 }
 
+/* Reaps every child that ended, then reads the guards' records: a guard writes them before
+ * it exits, so an exec whose guard is reaped has all of its records taken. */
 static void reap_all(void) {
   int status;
   pid_t p;
-  while ((p = waitpid(-1, &status, WNOHANG)) > 0)
+  while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
+    void* owned;
+    if (vm_guard_reaped(p, &owned))
+      free(owned);
     for (int i = 0; i < MAX_EXECS; ++i)
       if (execs[i].used && execs[i].guard == p) {
         execs[i].guard_ended = 1;
         execs[i].guard_status = status;
       }
+  }
+  read_records();
 }
 
 /* A guard that did not report within BACKSTOP_MS of the timeout (stopped by code in the
  * sandbox) has its tree killed from here. */
 static void backstop(struct exec* e) {
-  if (e->ended || e->backstop_at == 0 || now_ms() < e->backstop_at || e->guard_ended)
+  if (e->ended || e->backstop_at == 0 || now_ms() < e->backstop_at || !guard_on(e))
     return;
   tree_kill(e->guard);
   kill(e->guard, SIGKILL);
   e->ended = 1;
   e->timed_out = 1;
   e->wait_status = SIGKILL;
-  close_fd(&e->fd_status);
 }
 
 int agent_main(const char* path) {
   socket_path = path;
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  signal(SIGPIPE, SIG_IGN);
+  /* Every signal at its default but SIGPIPE: a program's process then needs to reset only
+   * SIGPIPE (and its guard's SIGHUP) before its execve (vm_guard.h). */
+  for (int sig = 1; sig < NSIG; ++sig)
+    if (sig != SIGKILL && sig != SIGSTOP)
+      signal(sig, sig == SIGPIPE ? SIG_IGN : SIG_DFL);
   int null = open("/dev/null", O_RDWR);
   if (null >= 0) {
     dup2(null, 0);
@@ -767,21 +839,28 @@ int agent_main(const char* path) {
   sigaddset(&mask, SIGTERM);
   sigprocmask(SIG_BLOCK, &mask, NULL);
   int sigfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  int records[2];
   inbuf = malloc(IN_CAP);
-  if (sigfd < 0 || inbuf == NULL)
+  if (sigfd < 0 || inbuf == NULL || pipe2(records, O_CLOEXEC) != 0)
     return 1;
+  records_in = records[0];
+  records_out = records[1];
+  set_nonblock(records_in);
+  dev_null = open("/dev/null", O_RDONLY | O_CLOEXEC);
   for (int i = 0; i < MAX_EXECS; ++i)
-    execs[i].fd_status = execs[i].fd_out[0] = execs[i].fd_out[1] = execs[i].fd_in = -1;
+    init_exec(&execs[i]);
 
-  enum { P_SIG, P_SOCK, P_STATUS, P_OUT, P_ERR, P_IN };
-  static struct pollfd pfd[2 + 4 * MAX_EXECS];
-  static int what[2 + 4 * MAX_EXECS], whom[2 + 4 * MAX_EXECS];
+  enum { P_SIG, P_SOCK, P_RECORDS, P_OUT, P_ERR, P_IN };
+  static struct pollfd pfd[3 + 3 * MAX_EXECS];
+  static int what[3 + 3 * MAX_EXECS], whom[3 + 3 * MAX_EXECS];
   for (;;) {
     if (sock < 0 && !replaced && now_ms() >= reconnect_at)
       try_connect();
     int n = 0;
     pfd[n] = (struct pollfd){sigfd, POLLIN, 0};
     what[n++] = P_SIG;
+    pfd[n] = (struct pollfd){records_in, POLLIN, 0};
+    what[n++] = P_RECORDS;
     const size_t end = flush_end();
     const int holding = end < out_len;
     if (sock >= 0) {
@@ -789,6 +868,8 @@ int agent_main(const char* path) {
       what[n++] = P_SOCK;
     }
     int64_t wake = sock < 0 && !replaced ? reconnect_at : INT64_MAX;
+    const int64_t now = now_us();
+    int64_t wake_us = holding ? last_born_us + HOLD_US : INT64_MAX;
     for (int i = 0; i < MAX_EXECS; ++i) {
       struct exec* e = &execs[i];
       if (!e->used)
@@ -797,15 +878,16 @@ int agent_main(const char* path) {
         wake = e->backstop_at;
       if (e->ended)
         continue; /* finish() reads what is left after every wake-up */
-      if (e->fd_status >= 0) {
-        pfd[n] = (struct pollfd){e->fd_status, POLLIN, 0};
-        what[n] = P_STATUS, whom[n++] = i;
-      }
       for (int k = 0; k < 2; ++k) {
         /* Output only after the start is put: the program may write before its guard
          * reports it. */
         int room = (e->max_output != 0 && e->seen[k] >= e->max_output) || e->credit > 0;
         if (e->fd_out[k] >= 0 && e->started && room && out_len - out_sent <= OUT_HIGH) {
+          if (e->rest_until[k] > now) {
+            if (e->rest_until[k] < wake_us)
+              wake_us = e->rest_until[k];
+            continue;
+          }
           pfd[n] = (struct pollfd){e->fd_out[k], POLLIN, 0};
           what[n] = k == 0 ? P_OUT : P_ERR, whom[n++] = i;
         }
@@ -815,14 +897,19 @@ int agent_main(const char* path) {
         what[n] = P_IN, whom[n++] = i;
       }
     }
-    int timeout = -1;
     if (wake != INT64_MAX) {
-      int64_t t = wake - now_ms();
-      timeout = t < 0 ? 0 : t > 1000 ? 1000 : (int)t;
+      const int64_t t = (wake - now_ms()) * 1000;
+      if (now + (t < 1000000 ? t : 1000000) < wake_us)
+        wake_us = now + (t < 0 ? 0 : t < 1000000 ? t : 1000000);
     }
-    if (holding && timeout != 0)
-      timeout = 1; /* the held frame goes within HOLD_US, rounded up to poll's 1 ms */
-    if (poll(pfd, (nfds_t)n, timeout) < 0 && errno != EINTR)
+    struct timespec left, *timeout = NULL;
+    if (wake_us != INT64_MAX) {
+      const int64_t us = wake_us > now ? wake_us - now : 0;
+      left.tv_sec = us / 1000000;
+      left.tv_nsec = (us % 1000000) * 1000;
+      timeout = &left;
+    }
+    if (ppoll(pfd, (nfds_t)n, timeout, NULL) < 0 && errno != EINTR)
       return 1;
     for (int j = 0; j < n; ++j) {
       if (pfd[j].revents == 0)
@@ -840,9 +927,8 @@ int agent_main(const char* path) {
         if (pfd[j].revents & (POLLIN | POLLHUP | POLLERR))
           read_socket();
         break;
-      case P_STATUS:
-        if (execs[whom[j]].used)
-          read_status(&execs[whom[j]]);
+      case P_RECORDS:
+        read_records();
         break;
       case P_OUT:
       case P_ERR:
@@ -855,7 +941,7 @@ int agent_main(const char* path) {
         break;
       }
     }
-    reap_all();
+    /* Children that ended were reaped on their SIGCHLD (the signalfd), above. */
     for (int i = 0; i < MAX_EXECS; ++i)
       if (execs[i].used) {
         backstop(&execs[i]);

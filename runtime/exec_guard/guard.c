@@ -18,11 +18,11 @@
 
 extern char** environ;
 
-static void record(int fd, int32_t kind, int32_t value) {
-  if (fd < 0)
+static void record(const struct guard_spec* g, int32_t kind, int32_t value) {
+  if (g->status_fd < 0)
     return;
-  int32_t r[2] = {kind, value};
-  while (write(fd, r, sizeof r) < 0 && errno == EINTR) {
+  struct guard_record r = {g->id, kind, value};
+  while (write(g->status_fd, &r, sizeof r) < 0 && errno == EINTR) {
   }
 }
 
@@ -90,7 +90,7 @@ int guard_run(const struct guard_spec* g, int* timed_out) {
   for (int i = 0; i < 3; ++i)
     if (own[i] > 2)
       close(own[i]);
-  record(g->status_fd, GUARD_STARTED, (int32_t)child);
+  record(g, GUARD_STARTED, (int32_t)child);
   if (g->timeout_ms > 0) {
     struct itimerval t;
     memset(&t, 0, sizeof t);
@@ -103,7 +103,7 @@ int guard_run(const struct guard_spec* g, int* timed_out) {
     pid_t p;
     while ((p = waitpid(-1, &status, WNOHANG)) > 0)
       if (p == child) {
-        record(g->status_fd, GUARD_EXITED, (int32_t)status);
+        record(g, GUARD_EXITED, (int32_t)status);
         return status;
       } /* else an orphan that ended: reaped */
     siginfo_t info;
@@ -111,7 +111,7 @@ int guard_run(const struct guard_spec* g, int* timed_out) {
     if (sig == SIGALRM || sig == SIGTERM) {
       tree_end_children();
       *timed_out = 1;
-      record(g->status_fd, GUARD_TIMED_OUT, 0);
+      record(g, GUARD_TIMED_OUT, 0);
       return SIGKILL; /* the wait status of a process SIGKILL ended */
     }
   }

@@ -8,10 +8,14 @@
  * children with SIGKILL, reaped, repeated until none is left (tree_end_children), and
  * reports the exec as timed out.
  *
- * The guard runs in the agent's per-exec child (agent.c) and, for the `crun exec` and
- * `runsc exec` fallback, as the program `sandboxd-exec-guard <ms> -- argv` (main.c). */
+ * The guard runs in a child the agent forks for a file change (agent.c; an exec's guard shares
+ * the agent's memory instead, vm_guard.h, where the platform allows it) and, for the
+ * `crun exec` and `runsc exec` fallback, as the program `sandboxd-exec-guard <ms> -- argv`
+ * (main.c). */
 #ifndef SANDBOXD_GUARD_H
 #define SANDBOXD_GUARD_H
+
+#include <stdint.h>
 
 struct guard_spec {
   char** argv;     /* argv[0] looked up in the PATH of `envp` when it has no '/' */
@@ -23,9 +27,15 @@ struct guard_spec {
   long timeout_ms; /* 0: none */
   int builtin;     /* SBA_BUILTIN_* (agent_wire.h): runs that instead of argv[0], on argv[1..] */
   int status_fd;   /* -1, or a pipe that gets the guard's records (below) */
+  uint32_t id;     /* names the exec in each record */
 };
 
-/* Records written to status_fd, 8 bytes each: kind, value (int32, host order). */
+/* Records written to status_fd, one write each (atomic: many guards share one pipe). */
+struct guard_record {
+  uint32_t id; /* guard_spec::id */
+  int32_t kind;
+  int32_t value;
+};
 #define GUARD_STARTED 1   /* value: the program's pid */
 #define GUARD_EXITED 2    /* value: the program's wait status */
 #define GUARD_TIMED_OUT 3 /* value: 0; the tree was killed */

@@ -46,7 +46,7 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s <timeout-ms> -- program [args...] | --agent <socket>\n", argv[0]);
     return 125;
   }
-  struct guard_spec g = {argv + 3, NULL, NULL, -1, -1, -1, strtol(argv[1], NULL, 10), 0, -1};
+  struct guard_spec g = {argv + 3, NULL, NULL, -1, -1, -1, strtol(argv[1], NULL, 10), 0, -1, 0};
   int timed_out = 0;
   int status = guard_run(&g, &timed_out);
   if (status < 0) {

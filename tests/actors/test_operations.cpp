@@ -100,6 +100,20 @@ BOOST_AUTO_TEST_CASE(a_write_is_logged_before_and_after_and_reads_return_the_dri
   BOOST_TEST(reads[0].bytes == 256u);
   BOOST_TEST((reads[1].kind == ev::file_read_kind::stat));
   BOOST_TEST(rd.own_sequence > wr.own_sequence, "the read is logged before it is answered");
+
+  // With its digest: the one its file_read records, computed once for both.
+  auto hashed = await<ac::control_plane::file_content>(
+    [&](auto done) { plane.read_file_with_digest(id, alice, "/workspace/all.bin", done); });
+  BOOST_REQUIRE(hashed.ok());
+  BOOST_TEST((hashed.value.bytes == bytes));
+  BOOST_TEST((hashed.value.sha256 == sha256_of(bytes)));
+  const auto later = payloads<ev::file_read>(events_of(*w.log, id));
+  BOOST_REQUIRE_EQUAL(later.size(), 3u);
+  BOOST_TEST((later[2].sha256 == hashed.value.sha256));
+  BOOST_TEST(later[2].bytes == 256u);
+  auto missing = await<ac::control_plane::file_content>(
+    [&](auto done) { plane.read_file_with_digest(id, alice, "/workspace/none", done); });
+  BOOST_TEST((!missing.ok() && missing.failure->code == ev::errc::not_found));
 }
 
 BOOST_AUTO_TEST_CASE(make_dir_rename_list_and_recursive_remove) {

@@ -1,14 +1,16 @@
 // The pure parts of the RPC layer: the error code's names and its mapping to and from Cap'n
 // Proto exceptions, addresses, the token table, the tenant ledger's quota arithmetic and the
-// languages `run` takes.
+// languages `run` takes and the template upload's flow control.
 #define BOOST_TEST_MODULE api_units
 #include <boost/test/unit_test.hpp>
 
 #include "api/address.hpp"
 #include "api/code_language.hpp"
+#include "api/log_budget.hpp"
 #include "api/rpc_error.hpp"
 #include "api/tenant_ledger.hpp"
 #include "api/token_authenticator.hpp"
+#include "api/upload_pipe.hpp"
 
 #include <kj/debug.h>
 
@@ -185,6 +187,120 @@ BOOST_AUTO_TEST_CASE(run_feeds_the_code_to_each_language_s_interpreter_on_stdin)
     BOOST_TEST(l.err().message == "unknown language '" + std::string(bad) +
                                     "'; the languages are python, node, bash, sh");
   }
+}
+
+BOOST_AUTO_TEST_CASE(the_log_budget_counts_the_last_hour_and_refuses_past_it) {
+  using namespace std::chrono;
+  api::log_budget b;
+  const api::log_budget::time_point t0{hours(24 * 365 * 50) + minutes(7) + seconds(30)};
+  // 1 MiB a minute for 60 minutes, tenant acme; globex a little.
+  for (int m = 0; m < 60; ++m)
+    b.spend("acme", 1u << 20, t0 + minutes(m));
+  b.spend("globex", 4096, t0);
+  const auto end = t0 + minutes(59);
+  BOOST_TEST(b.used("acme", end) == 60u << 20);
+  BOOST_TEST(b.used("globex", end) == 4096u);
+  BOOST_TEST(b.used("initech", end) == 0u);
+  // At its budget: refused, naming the budget and what to do; another tenant is not.
+  auto r = b.admit("acme", 60, end);
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST((r.code() == errc::resource_exhausted));
+  BOOST_TEST(r.err().message.find("tenant acme has put 60 MiB into the event log in the last "
+                                  "hour, its budget is 60 MiB per hour") == 0u,
+             r.err().message);
+  BOOST_TEST(r.err().message.find("--quota-log-mib-per-hour") != std::string::npos);
+  BOOST_TEST(b.admit("acme", 61, end).ok());
+  BOOST_TEST(b.admit("acme", 0, end).ok()); // no budget
+  BOOST_TEST(b.admit("globex", 1, end).ok());
+  // A minute later the first minute has left the hour; an hour later nothing counts.
+  BOOST_TEST(b.used("acme", end + minutes(1)) == 59u << 20);
+  BOOST_TEST(b.admit("acme", 60, end + minutes(1)).ok());
+  BOOST_TEST(b.used("acme", end + minutes(60)) == 0u);
+  // A new minute reuses the slot of the minute an hour before it, from zero.
+  b.spend("acme", 10, end + minutes(1));
+  BOOST_TEST(b.used("acme", end + minutes(1)) == (59u << 20) + 10u);
+  // A record older than the hour (as of the newest) counts for nothing.
+  b.spend("acme", 1u << 30, end + minutes(1) - minutes(60));
+  BOOST_TEST(b.used("acme", end + minutes(1)) == (59u << 20) + 10u);
+}
+
+BOOST_AUTO_TEST_CASE(the_ledger_charges_each_record_to_its_event_s_tenant) {
+  api::tenant_ledger ledger;
+  api::tenant_quota q;
+  q.log_mib_per_hour = 1;
+  auto e = created("sb-1", "acme", 512, 0);
+  e.occurred_at =
+    std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+  ledger.apply(e, 600u << 10);
+  BOOST_TEST(ledger.admit_log("acme", q, std::chrono::system_clock::now()).ok());
+  auto d = deleted("sb-1");
+  d.tenant = "acme";
+  d.occurred_at = e.occurred_at;
+  ledger.apply(d, 600u << 10);
+  BOOST_TEST(ledger.log_bytes_last_hour("acme", std::chrono::system_clock::now()) == 1200u << 10);
+  BOOST_TEST(!ledger.admit_log("acme", q, std::chrono::system_clock::now()).ok());
+  BOOST_TEST(ledger.admit_log("globex", q, std::chrono::system_clock::now()).ok());
+}
+
+BOOST_AUTO_TEST_SUITE_END()
+
+// The template upload's pipe: every write that waits for room is let go exactly once, when the
+// worker has drained the queue below the low mark (a dropped waker stalled a 200 MiB import at
+// 16 MiB for ever), and a quiet upload ends the worker's wait.
+BOOST_AUTO_TEST_SUITE(upload_pipe_flow)
+
+BOOST_AUTO_TEST_CASE(a_write_that_waits_goes_on_once_the_queue_is_below_the_low_mark) {
+  api::upload_pipe pipe;
+  int asked = 0, woken = 0;
+  auto wait = [&] {
+    ++asked;
+    return api::upload_pipe::waker([&](bool) { ++woken; });
+  };
+  const std::string mib(1u << 20, 'x');
+  int pushed = 0;
+  while (pipe.push(mib, wait))
+    ++pushed;
+  ++pushed;
+  BOOST_TEST(pushed == 16); // the 16th MiB reaches the high mark
+  BOOST_TEST(asked == 1);
+  const void* data = nullptr;
+  std::string why;
+  std::size_t left = 16u << 20;
+  while (left >= api::upload_pipe::k_low + mib.size()) {
+    BOOST_TEST_REQUIRE(pipe.pull(&data, &why) == static_cast<long>(mib.size()));
+    left -= mib.size();
+    BOOST_TEST_REQUIRE(woken == 0, "woken with " << left << " bytes queued");
+  }
+  BOOST_TEST_REQUIRE(pipe.pull(&data, &why) == static_cast<long>(mib.size()));
+  BOOST_TEST(woken == 1); // below the low mark now
+  pipe.close();
+  for (int i = 0; i < 7; ++i)
+    BOOST_TEST_REQUIRE(pipe.pull(&data, &why) == static_cast<long>(mib.size()));
+  BOOST_TEST(pipe.pull(&data, &why) == 0);
+  BOOST_TEST(woken == 1);
+}
+
+BOOST_AUTO_TEST_CASE(the_end_of_the_import_lets_a_waiting_write_go_on) {
+  api::upload_pipe pipe;
+  int woken = 0;
+  auto wait = [&] { return api::upload_pipe::waker([&](bool) { ++woken; }); };
+  while (pipe.push(std::string(4u << 20, 'x'), wait)) {
+  }
+  pipe.reader_done();
+  BOOST_TEST(woken == 1);
+  BOOST_TEST(pipe.push("more", wait)); // dropped: the import's answer says why
+}
+
+BOOST_AUTO_TEST_CASE(an_upload_that_sends_nothing_for_its_idle_time_fails_the_pull) {
+  api::upload_pipe pipe(std::chrono::milliseconds(50));
+  const void* data = nullptr;
+  std::string why;
+  BOOST_TEST(pipe.pull(&data, &why) == -1);
+  BOOST_TEST(why == "no bytes of the archive arrived for 50 ms; the import was stopped");
+  api::upload_pipe dropped;
+  dropped.fail("the upload was dropped before its commit");
+  BOOST_TEST(dropped.pull(&data, &why) == -1);
+  BOOST_TEST(why == "the upload was dropped before its commit");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -13,6 +13,7 @@
 #include "cli/exec_view.hpp"
 #include "cli/exit_codes.hpp"
 #include "cli/file_view.hpp"
+#include "cli/first_use_build.hpp"
 #include "cli/progress.hpp"
 #include "cli/sandbox_view.hpp"
 #include "cli/table.hpp"
@@ -577,6 +578,20 @@ BOOST_AUTO_TEST_CASE(no_token_or_an_unreadable_token_file_says_what_to_do) {
   BOOST_REQUIRE(!o.ok());
   BOOST_TEST(o.err().message.find("cannot read the token file /missing (--token-file)") !=
              std::string::npos);
+}
+
+// A stock build's progress lines, as the first create shows them: the percentage once known,
+// the phase escaped like any line for people.
+BOOST_AUTO_TEST_CASE(build_progress_lines_name_the_template_the_percentage_and_the_phase) {
+  BOOST_TEST(
+    cli::build_progress_line("python", "unpacking the cached python root filesystem", 0.92) ==
+    "python:  92% unpacking the cached python root filesystem");
+  BOOST_TEST(cli::build_progress_line("python", "template python is ready", 1.0) ==
+             "python: 100% template python is ready");
+  BOOST_TEST(cli::build_progress_line("debian", "building debian", -1) ==
+             "debian: building debian");
+  BOOST_TEST(cli::build_progress_line("node", "apt says \x1b]0;x\x07", -1) ==
+             "node: apt says \\x1b]0;x\\x07");
 }
 
 BOOST_AUTO_TEST_SUITE_END()

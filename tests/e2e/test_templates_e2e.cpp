@@ -3,7 +3,8 @@
 // git and pytest; `node` runs node; a sandbox's `created` event names the exact template
 // content (the layers of the template's `ready` event, debian's layer shared by python and
 // node); a python sandbox keeps its files across pauses and a daemon restart; a fresh data
-// directory imports the cached stock tarball and gets the very same layers.
+// directory imports the cached stock tarball and gets the very same layers, its first create
+// showing the build's progress.
 //
 // The stock templates are built on first use with mmdebstrap and cached under
 // ~/.cache/sandboxd/templates, so only a machine's first run pays for mmdebstrap.
@@ -251,7 +252,22 @@ BOOST_AUTO_TEST_CASE(a_fresh_data_directory_imports_the_cached_tarball_into_the_
   const auto first = template_change(shared(), "python", "ready");
   BOOST_TEST_REQUIRE(!first.is_null());
   daemon_process fresh({"--runtime", "crun"});
-  const auto id = create(fresh, {"--template", "python", "--runtime", "crun"});
+  // The first create waits for python's build and shows it on stderr (stdout: the id alone);
+  // the second one is instant and silent.
+  auto first_create = ctl(fresh, {"create", "--template", "python", "--runtime", "crun"});
+  BOOST_TEST_REQUIRE(first_create.exit_code == 0, first_create);
+  BOOST_TEST(first_create.err.find("building template python on this node first") !=
+               std::string::npos,
+             first_create);
+  BOOST_TEST(first_create.err.find("python:  92% unpacking the cached python root filesystem") !=
+               std::string::npos,
+             first_create);
+  const auto id = first_create.out.substr(0, first_create.out.size() - 1);
+  BOOST_TEST(first_create.out == id + "\n");
+  auto second = ctl(fresh, {"create", "--template", "python", "--runtime", "crun"});
+  BOOST_TEST(second.exit_code == 0, second);
+  BOOST_TEST(second.err.empty(), second);
+  ctl_ok(fresh, {"delete", second.out.substr(0, second.out.size() - 1)});
   BOOST_TEST(sh(fresh, id, "python3 -c 'print(sum([2, 3, 5]))'") == "10\n");
   const auto again = template_change(fresh, "python", "ready");
   BOOST_TEST(again["layers"] == first["layers"]); // the same trees, the same names

@@ -209,6 +209,13 @@ inline std::vector<event> samples_v2() {
   out.push_back(sample_envelope(104, fr));
   out.push_back(sample_envelope(105, timeout_changed{timeouts}));
   out.push_back(sample_envelope(106, deleted{3'221'225'472}));
+  // A template's `ready` with the bytes its FROM template does not have.
+  for (auto e : template_samples())
+    if (auto* t = std::get_if<template_event>(&e.body))
+      if (auto* r = std::get_if<template_ready>(&t->change)) {
+        r->own_bytes = 4096;
+        out.push_back(std::move(e));
+      }
   return out;
 }
 

@@ -12,6 +12,7 @@
 #include "runtime/driver.hpp"
 #include "tests/support/guardian.hpp"
 #include "tests/support/kafka_broker.hpp"
+#include "tests/support/node_cleanup.hpp"
 #include "tests/support/pg_server.hpp"
 #include "tests/support/process.hpp"
 #include "tests/support/temp_dir.hpp"
@@ -71,27 +72,10 @@ class node_dir {
 public:
   node_dir() : tmp_("node") {
     ::chmod(tmp_.path().c_str(), 0711);
-    const std::string q = shell_quote(tmp_.path());
-    // The entries (/run/sandboxd/HASH) a node binds its data directories at when their
-    // parents are private: sandboxes that outlive a daemon keep mounts there, whose
-    // dentries are the data directory's, so `rm -rf` would meet EBUSY below them.
-    std::string entries;
+    std::vector<std::string> entries;
     for (const char* sub : {"/data", "/data/runtimes/crun", "/data/runtimes/runsc"})
-      entries += " " + shell_quote(runtime::entry_path(tmp_.path() + sub, "/run/sandboxd"));
-    guardian_ = std::make_unique<guardian>(
-      "d=" + q +
-      "; for rt in crun runsc; do s=$d/data/runtimes/$rt/state/$rt; [ -d \"$s\" ] || continue; "
-      "for id in $($rt --root=\"$s\" list --quiet); do unshare -m sh -c 'umount "
-      "/sys/fs/cgroup/unified 2>/dev/null; $0 --root=\"$1\" delete --force \"$2\"' $rt \"$s\" "
-      "\"$id\"; done; done >/dev/null 2>&1; for t in \"$d\"" +
-      entries +
-      "; do for p in /proc/[0-9]*; do case \"$(readlink $p/cwd)\" in \"$t\"/*) kill -9 "
-      "${p#/proc/} 2>/dev/null;; esac; done; done; for t in" +
-      entries +
-      " \"$d\"; do awk -v t=\"$t\" '$5 == t || index($5, t \"/\") == 1 {print $5}' "
-      "/proc/self/mountinfo | sort -r | while read m; do umount -l \"$m\"; done; done; for t "
-      "in" +
-      entries + "; do rmdir \"$t\" 2>/dev/null; done; rm -rf \"$d\"");
+      entries.push_back(runtime::entry_path(tmp_.path() + sub, "/run/sandboxd"));
+    guardian_ = std::make_unique<guardian>(node_cleanup_command(tmp_.path(), entries));
   }
   ~node_dir() { guardian_.reset(); }
 

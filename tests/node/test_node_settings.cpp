@@ -6,6 +6,7 @@
 #include "node/daemon_settings.hpp"
 #include "node/listen_address.hpp"
 #include "node/logging.hpp"
+#include "node/resource_bounds.hpp"
 #include "node/runtime_set.hpp"
 #include "node/start_error.hpp"
 #include "node/tokens.hpp"
@@ -180,6 +181,38 @@ BOOST_AUTO_TEST_CASE(printed_settings_read_back_the_same) {
   BOOST_TEST(back.projectors == s.projectors);
 }
 
+// The template quotas: keys of [quotas] like the others, printed and read back, reaching the
+// node's bounds; unset, a node with a template pool gives each tenant 100 templates and half
+// the pool; a node without one (hollow only) none.
+BOOST_AUTO_TEST_CASE(the_template_quotas_are_settings_with_defaults) {
+  nd::daemon_settings s;
+  BOOST_REQUIRE(!nd::apply_config(s, "[quotas]\ntemplates = 3\ntemplate_mib = 512\n", "t.toml"));
+  BOOST_TEST(*s.quota_templates == 3);
+  BOOST_TEST(*s.quota_template_mib == 512);
+  nd::daemon_settings back;
+  BOOST_REQUIRE(!nd::apply_config(back, nd::to_toml(s), "printed"));
+  BOOST_TEST(*back.quota_templates == 3);
+  BOOST_TEST(*back.quota_template_mib == 512);
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  nd::node_capacity cap;
+  cap.template_mib = 40'000;
+  auto set = nd::resolve(c.value->bounds, cap);
+  BOOST_TEST(set.quota.templates == 3u);
+  BOOST_TEST(set.quota.template_mib == 512u);
+  auto unset = nd::resolve({}, cap);
+  BOOST_TEST(unset.quota.templates == 100u);
+  BOOST_TEST(unset.quota.template_mib == 20'000u);
+  auto none = nd::resolve({}, nd::node_capacity{});
+  BOOST_TEST(none.quota.templates == 0u);
+  BOOST_TEST(none.quota.template_mib == 0u);
+  s.quota_template_mib = -1;
+  auto bad = nd::to_daemon_config(s);
+  BOOST_TEST(!bad.value);
+  BOOST_TEST(
+    (bad.failure && bad.failure->message.find("quotas.template_mib") != std::string::npos));
+}
+
 BOOST_AUTO_TEST_CASE(settings_are_checked) {
   auto refused = [](auto change, const std::string& word) {
     nd::daemon_settings s;
@@ -265,6 +298,29 @@ BOOST_AUTO_TEST_CASE(the_console_address_is_loopback_by_default_and_tls_only_els
   BOOST_TEST(c.value->console->to_string() == "tcp:0.0.0.0:8470");
   s.console_addr = "";
   BOOST_TEST(!nd::to_daemon_config(s).value->console);
+}
+
+BOOST_AUTO_TEST_CASE(the_e2b_address_is_loopback_by_default_and_tls_only_elsewhere) {
+  nd::daemon_settings s;
+  BOOST_TEST(!nd::to_daemon_config(s).value->e2b); // off by default
+  BOOST_TEST(!nd::apply_config(s, "e2b_addr = \"3000\"\n", "test"));
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_REQUIRE(c.value->e2b);
+  BOOST_TEST(c.value->e2b->to_string() == "tcp:127.0.0.1:3000");
+  nd::daemon_settings again; // the printed config reads back to the same address
+  BOOST_TEST(!nd::apply_config(again, nd::to_toml(s), "printed"));
+  BOOST_TEST(again.e2b_addr == "3000");
+  s.e2b_addr = "0.0.0.0:3000";
+  c = nd::to_daemon_config(s);
+  BOOST_TEST(!c.value);
+  BOOST_TEST((c.failure && c.failure->message.find("E2B endpoint address 0.0.0.0:3000 is not "
+                                                   "loopback") != std::string::npos));
+  s.tls_certificate = "/etc/sandboxd/cert.pem";
+  s.tls_key = "/etc/sandboxd/key.pem";
+  c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_TEST(c.value->e2b->to_string() == "tcp:0.0.0.0:3000");
 }
 
 BOOST_AUTO_TEST_CASE(the_default_listen_address_is_the_data_directorys_socket) {

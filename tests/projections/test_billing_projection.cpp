@@ -1,7 +1,8 @@
 // Bills from projected streams, against figures worked out by hand (not a second run of the
 // same code): a sandbox that goes through every event kind (snapshot_taken, a template event
 // and a payload of a newer version included), a layer held 5 minutes and billed from the size
-// its `deleted` measured, the published example, and the per-line rounding. The stream is
+// its `deleted` measured, the published example, the per-line rounding and a tenant's own
+// template billed as storage from its `ready` to its `deleted`. The stream is
 // appended to a real file_log and projected into a real PostgreSQL in small batches.
 #define BOOST_TEST_MODULE billing_projection
 #include <boost/test/unit_test.hpp>
@@ -255,6 +256,91 @@ BOOST_FIXTURE_TEST_CASE(each_line_is_rounded_on_its_own, fixture) {
     BOOST_TEST(l.storage_micro_usd == 0);
   }
   BOOST_TEST(b.total_micro_usd == 2);
+}
+
+// docs/billing.md, "Templates": a tenant imports a template whose layers take 2 GiB and keeps
+// it 720 hours (30 days) from its `ready` to its `deleted`: 2 GiB × 720 h = 1,440 GiB·h ×
+// 20,000 µ$ / 730 h = 39,452.05 µ$, rounded half up: 39,452 µ$. A global template of 5 GiB made
+// by the operator in the same hours bills nobody, and the tenant's sandbox on the template
+// bills its writable layer only (1 GiB from its creation to its deletion 10 hours later:
+// 10 GiB·h × 20,000 / 730 = 273.97 → 274 µ$; and 1 GiB × 10 h of compute: 150,000 µ$).
+BOOST_FIXTURE_TEST_CASE(a_tenant_template_bills_its_layers_from_ready_to_deleted, fixture) {
+  using namespace events;
+  const std::string own = "tpl_00000000000000aa", global = "tpl_00000000000000bb";
+  sandbox_events t(std::string(template_stream_key), "tpl-tenant", t0_ns);
+  auto layer = [](std::uint64_t bytes) {
+    template_layer_added a;
+    a.bytes = bytes;
+    return a;
+  };
+  auto ready = [](std::uint64_t bytes) {
+    template_ready r;
+    r.layers = {{{}, bytes}, {{}, 0}};
+    r.total_bytes = bytes;
+    return r;
+  };
+  t.after(17min).add(template_event{own, "app", template_scope::tenant, template_created{}});
+  t.add(template_event{own, "app", template_scope::tenant, layer(2 * gib)});
+  t.add(template_event{own, "app", template_scope::tenant, layer(0)});
+  t.after(3min).add(template_event{own, "app", template_scope::tenant, ready(2 * gib)}); // seq 4
+  t.add(template_event{global, "py", template_scope::global, template_created{}}, "root");
+  t.add(template_event{global, "py", template_scope::global, layer(5 * gib)}, "root");
+  t.add(template_event{global, "py", template_scope::global, ready(5 * gib)}, "root");
+  t.after(720h).add(
+    template_event{own, "app", template_scope::tenant, template_deleted{"user"}}); // seq 8
+  t.add(template_event{global, "py", template_scope::global, template_deleted{"user"}}, "root");
+  auto stream = t.events();
+  for (auto& e : stream)
+    if (e.principal == "root")
+      e.tenant = "operator";
+  sandbox_events sb("sb-on-app", "tpl-tenant", t0_ns);
+  sb.after(20min).created(1024, {}, "app").started();
+  sb.after(10h).remove(1 * gib);
+  stream.insert(stream.end(), sb.events().begin(), sb.events().end());
+  project(stream);
+
+  auto b = report("tpl-tenant", t0_ms, t0_ms + 721 * hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 2u);
+  const auto& tl = b.lines[1].sandbox_id == own ? b.lines[1] : b.lines[0];
+  const auto& sl = b.lines[1].sandbox_id == own ? b.lines[0] : b.lines[1];
+  BOOST_TEST(tl.sandbox_id == own);
+  BOOST_TEST(usage_to_string(tl.storage_byte_ms) ==
+             usage_to_string(usage_t{2} * gib * (720 * hour_ms)));
+  BOOST_TEST(tl.storage_micro_usd == 39'452);
+  BOOST_TEST(tl.compute_micro_usd == 0);
+  // The events of the template stream that opened and closed it: ready and deleted.
+  BOOST_TEST((tl.event_ids == std::vector<std::string>{"@templates:4", "@templates:8"}));
+  BOOST_TEST(sl.sandbox_id == "sb-on-app");
+  BOOST_TEST(sl.storage_micro_usd == 274);
+  BOOST_TEST(sl.compute_micro_usd == 150'000);
+  BOOST_TEST(b.total_micro_usd == 39'452 + 274 + 150'000);
+  BOOST_TEST(report("operator", t0_ms, t0_ms + 721 * hour_ms).lines.empty());
+}
+
+// docs/billing.md, "Templates": a template built FROM another bills only the layers it adds.
+// The tenant's spec build on the global 5 GiB `py` adds 1 GiB (its `ready` holds 6 GiB of
+// layers, own bytes 1 GiB) and keeps it 720 hours: 720 GiB·h × 20,000 µ$ / 730 h = 19,726.03,
+// 19,726 µ$ — not the 118,356 µ$ of all six.
+BOOST_FIXTURE_TEST_CASE(a_template_built_on_another_bills_only_the_layers_it_adds, fixture) {
+  using namespace events;
+  const std::string own = "tpl_00000000000000cc";
+  sandbox_events t(std::string(template_stream_key), "tpl-builder", t0_ns);
+  template_created c;
+  c.source = template_source::spec;
+  c.parent_id = "tpl_00000000000000bb";
+  template_ready r;
+  r.layers = {{{}, 5 * gib}, {{}, 1 * gib}, {{}, 0}};
+  r.total_bytes = 6 * gib;
+  r.own_bytes = 1 * gib;
+  t.after(17min).add(template_event{own, "app", template_scope::tenant, c});
+  t.after(3min).add(template_event{own, "app", template_scope::tenant, r});
+  t.after(720h).add(template_event{own, "app", template_scope::tenant, template_deleted{"user"}});
+  project(t.events());
+  auto b = report("tpl-builder", t0_ms, t0_ms + 721 * hour_ms);
+  BOOST_TEST_REQUIRE(b.lines.size() == 1u);
+  BOOST_TEST(usage_to_string(b.lines[0].storage_byte_ms) ==
+             usage_to_string(usage_t{1} * gib * (720 * hour_ms)));
+  BOOST_TEST(b.lines[0].storage_micro_usd == 19'726);
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -1,4 +1,5 @@
-// The pure row logic: what events do to a `sandboxes` row and to the billing meters.
+// The pure row logic: what events do to a `sandboxes` row and to the billing meters (a
+// sandbox's, and a tenant template's).
 #define BOOST_TEST_MODULE sandbox_row
 #include <boost/test/unit_test.hpp>
 
@@ -226,4 +227,68 @@ BOOST_AUTO_TEST_CASE(a_pool_sandbox_deleted_unclaimed_bills_nothing) {
     meter_event(m, e, closed);
   BOOST_TEST(closed.empty());
   BOOST_TEST(m->deleted);
+}
+
+namespace {
+
+events::template_event template_change(const std::string& id, events::template_scope scope,
+                                       events::template_change c) {
+  return {id, "app", scope, std::move(c)};
+}
+
+events::template_ready ready_of(std::uint64_t bytes) {
+  events::template_ready r;
+  r.layers = {{{}, bytes}};
+  r.total_bytes = bytes;
+  return r;
+}
+
+} // namespace
+
+// A tenant's own template: its meter, keyed by its id, opens at `ready` on its layers' bytes and
+// closes at `deleted`; the events before `ready` (created, layer_added) bill nothing.
+BOOST_AUTO_TEST_CASE(a_tenant_template_is_metered_from_ready_to_deleted) {
+  using events::template_scope;
+  sandbox_events s(std::string(events::template_stream_key), "acme", 0);
+  s.add(template_change("tpl_a", template_scope::tenant, events::template_created{}));
+  s.after(1h).add(template_change("tpl_a", template_scope::tenant, ready_of(700)));
+  s.after(2h).add(template_change("tpl_a", template_scope::tenant, events::template_deleted{}));
+  s.after(1h).add(template_change("tpl_a", template_scope::tenant, events::template_deleted{}));
+  std::optional<meter_state> m;
+  for (const auto& e : s.events())
+    BOOST_TEST(meter_key(e) == "tpl_a");
+  auto storage = storage_of(s.events(), m);
+  BOOST_TEST_REQUIRE(storage.size() == 1u); // the second deleted changes nothing
+  BOOST_TEST(storage[0].sandbox_id == "tpl_a");
+  BOOST_TEST(storage[0].tenant == "acme");
+  BOOST_TEST(storage[0].bytes == 700);
+  BOOST_TEST(storage[0].start_seq == 2u);
+  BOOST_TEST(storage[0].end_seq == 3u);
+  BOOST_TEST(storage[0].end_ms - storage[0].start_ms == 2 * 3'600'000);
+  BOOST_TEST(m->deleted);
+  BOOST_TEST(!m->compute.has_value());
+  BOOST_TEST(meter_event_id("tpl_a", 3) == "@templates:3");
+  BOOST_TEST(meter_event_id("sb-1", 3) == "sb-1:3");
+}
+
+// A global template is the operator's: no meter, no interval. And a template event never moves
+// a sandbox's meters.
+BOOST_AUTO_TEST_CASE(a_global_template_bills_nobody_and_no_sandbox_meter_moves) {
+  using events::template_scope;
+  sandbox_events g(std::string(events::template_stream_key), "operator", 0);
+  g.add(template_change("tpl_g", template_scope::global, ready_of(5000)));
+  g.after(1h).add(template_change("tpl_g", template_scope::global, events::template_deleted{}));
+  std::optional<meter_state> m;
+  BOOST_TEST(storage_of(g.events(), m).empty());
+  BOOST_TEST(!m.has_value());
+
+  sandbox_events s("sb-8", "acme", 0);
+  s.created(1024).started().sampled(10);
+  std::optional<meter_state> sm;
+  storage_of(s.events(), sm);
+  const auto before = sm;
+  sandbox_events t(std::string(events::template_stream_key), "acme", 0);
+  t.after(1h).add(template_change("tpl_a", template_scope::tenant, events::template_deleted{}));
+  BOOST_TEST(storage_of(t.events(), sm).empty());
+  BOOST_TEST((sm == before));
 }

@@ -10,7 +10,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <fstream>
+#include <mutex>
 #include <optional>
 #include <sstream>
 #include <sys/stat.h>
@@ -288,6 +291,111 @@ BOOST_FIXTURE_TEST_CASE(timeout_kills_a_sleeping_child_tree, fixture) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
   BOOST_TEST(ps.find("sleep 100") == std::string::npos, ps);
+}
+
+// An exec's guard waits for the next exec only when nothing its program started is left below
+// it (runtime/exec_guard/vm_guard.h): what one exec leaves running lives on, reached neither by
+// a later exec's timeout nor by its process group.
+BOOST_FIXTURE_TEST_CASE(what_an_exec_leaves_running_lives_on_past_later_execs, fixture) {
+  running("left");
+  auto a = sh("left", "(setsid sleep 3801 >/dev/null 2>&1 &); echo a");
+  BOOST_TEST(a.exit_code == 0);
+  BOOST_TEST(a.stdout_data == "a\n");
+  auto b = sh("left", "sleep 3802", std::chrono::milliseconds(800));
+  BOOST_TEST(b.timed_out);
+  // `kill 0` reaches the exec's group, its guard included, which ends the exec's tree.
+  auto c = sh("left", "sleep 3803 & kill 0; sleep 1; echo never");
+  BOOST_TEST(c.signal != 0);
+  BOOST_TEST(c.stdout_data.empty());
+  std::string ps;
+  for (int i = 0; i < 50; ++i) { // killed processes may take a moment to vanish
+    ps = processes("left");
+    if (ps.find("sleep 3802") == std::string::npos && ps.find("sleep 3803") == std::string::npos)
+      break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  BOOST_TEST(ps.find("sleep 3801") != std::string::npos, ps);
+  BOOST_TEST(ps.find("sleep 3802") == std::string::npos, ps);
+  BOOST_TEST(ps.find("sleep 3803") == std::string::npos, ps);
+}
+
+// A signal for an exec whose program has ended reaches nothing, though the exec is not over
+// and its guard already runs the next exec: exec A writes more than its output credit (1 MiB,
+// its cap too) and ends; the test holds A's output (no credit back), so the agent, which
+// reports an exec's end only once it has read what the pipes hold (stderr might hold more),
+// keeps A open while A's guard, idle, is handed exec B; then A is sent SIGKILL.
+BOOST_FIXTURE_TEST_CASE(a_signal_for_an_ended_exec_never_reaches_the_next, fixture) {
+  running("late");
+  std::mutex mu;
+  std::condition_variable cv;
+  bool a_output = false, release = false, b_runs = false;
+  std::size_t a_bytes = 0;
+  std::optional<outcome<exec_result>> a_result;
+  std::thread a_thread([&] {
+    exec_request a;
+    a.exec_id = "a";
+    a.argv = {"head", "-c", "1200000", "/dev/zero"};
+    a.on_output = [&](output_stream, std::string_view chunk) {
+      std::unique_lock g(mu);
+      a_output = true;
+      a_bytes += chunk.size();
+      cv.notify_all();
+      cv.wait(g, [&] { return release; });
+    };
+    a_result.emplace(d->exec("late", a));
+  });
+  struct release_a {
+    std::mutex& mu;
+    std::condition_variable& cv;
+    bool& release;
+    std::thread& t;
+    ~release_a() {
+      {
+        std::lock_guard g(mu);
+        release = true;
+      }
+      cv.notify_all();
+      if (t.joinable())
+        t.join();
+    }
+  } released{mu, cv, release, a_thread};
+  {
+    std::unique_lock g(mu);
+    BOOST_TEST_REQUIRE(cv.wait_for(g, std::chrono::seconds(60), [&] { return a_output; }));
+  }
+  std::this_thread::sleep_for(std::chrono::seconds(1)); // head ends, its guard waits
+  std::optional<outcome<exec_result>> b_result;
+  std::thread b_thread([&] {
+    exec_request b;
+    b.argv = {"/bin/sh", "-c", "echo b1; sleep 2; echo b2"};
+    b.on_output = [&](output_stream, std::string_view) {
+      std::lock_guard g(mu);
+      b_runs = true;
+      cv.notify_all();
+    };
+    b_result.emplace(d->exec("late", b));
+  });
+  {
+    std::unique_lock g(mu);
+    BOOST_TEST(cv.wait_for(g, std::chrono::seconds(60), [&] { return b_runs; }));
+  }
+  auto s = d->signal_exec("late", "a", SIGKILL);
+  BOOST_TEST(!s.ok(), "A's signal reached a process");
+  b_thread.join();
+  BOOST_TEST_REQUIRE(b_result->ok(), (b_result->ok() ? "" : b_result->err().message));
+  BOOST_TEST((*b_result)->signal == 0);
+  BOOST_TEST((*b_result)->exit_code == 0);
+  BOOST_TEST((*b_result)->stdout_data == "b1\nb2\n");
+  {
+    std::lock_guard g(mu);
+    release = true;
+  }
+  cv.notify_all();
+  a_thread.join();
+  BOOST_TEST_REQUIRE(a_result->ok(), (a_result->ok() ? "" : a_result->err().message));
+  BOOST_TEST((*a_result)->exit_code == 0);
+  BOOST_TEST((*a_result)->output_truncated);
+  BOOST_TEST(a_bytes == (1u << 20));
 }
 
 BOOST_FIXTURE_TEST_CASE(output_flood_is_truncated_at_the_cap, fixture) {

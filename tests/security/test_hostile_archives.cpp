@@ -1,7 +1,8 @@
-// Hostile archives against the template registry's imports (templates/layer_writer.hpp,
-// image_spool.hpp, image_layout.hpp; docs/templates.md "Archive rules"): each archive is
-// made by the test with Python's tarfile, exactly as an attacker would write it, and
-// imported through template_registry::import_archive, as Templates.importArchive does.
+// Hostile archives against the template registry's imports and spec builds' contexts
+// (templates/layer_writer.hpp, image_spool.hpp, image_layout.hpp, step_layers.hpp;
+// docs/templates.md "Archive rules"): each archive is made by the test with Python's tarfile,
+// exactly as an attacker would write it, and imported through template_registry::import_archive
+// (as Templates.importArchive does) or sent as a build context to build_spec (buildSpec).
 //
 // Every case asserts what happened to the archive's entry (refused naming it, dropped,
 // mapped, applied inside the layer) and, after all of them, that no byte landed outside
@@ -130,6 +131,17 @@ void refused(const result<template_state>& r, errc code, const std::string& nami
   BOOST_TEST(r.err().message.find(naming) != std::string::npos, r.err().message);
 }
 
+// No byte outside the layers: the canary is as it was; no layer holds the host's secret.
+void nothing_escaped(world& w, const std::map<std::string, std::string>& before_canary) {
+  BOOST_TEST(tree_of(w.canary) == before_canary);
+  for (const auto& e : fs::recursive_directory_iterator(w.layers->path()))
+    if (e.is_regular_file() && !e.is_symlink()) {
+      std::ifstream in(e.path(), std::ios::binary);
+      const std::string bytes((std::istreambuf_iterator<char>(in)), {});
+      BOOST_TEST(bytes.find(k_secret) == std::string::npos, e.path());
+    }
+}
+
 } // namespace
 
 BOOST_AUTO_TEST_SUITE(hostile_archives)
@@ -217,17 +229,64 @@ BOOST_AUTO_TEST_CASE(no_hostile_entry_reaches_outside_the_layer_or_reads_a_host_
     BOOST_TEST(fs::exists(l / "p/r"));
   }
 
-  // No byte outside the layers: the canary is as it was; no layer holds the host's secret.
-  BOOST_TEST(tree_of(w.canary) == before_canary);
-  for (const auto& e : fs::recursive_directory_iterator(w.layers->path()))
-    if (e.is_regular_file() && !e.is_symlink()) {
-      std::ifstream in(e.path(), std::ios::binary);
-      const std::string bytes((std::istreambuf_iterator<char>(in)), {});
-      BOOST_TEST(bytes.find(k_secret) == std::string::npos, e.path());
-    }
+  nothing_escaped(w, before_canary);
   // Every refused import left no layer behind, and no spool of its own.
   for (const auto& e : fs::directory_iterator(w.dir / "registry"))
     BOOST_TEST(e.path().filename().string().rfind("import-", 0) != 0u, e.path());
+}
+
+// A spec build's context is an archive like any other (the same rules, "build context: "
+// before the refused entry), and COPY takes nothing from outside it: no source climbs out,
+// no source is reached through a symlink, a symlink is copied as a symlink, never read.
+BOOST_AUTO_TEST_CASE(a_hostile_build_context_is_refused_and_copy_never_leaves_it) {
+  world w;
+  const auto before_canary = tree_of(w.canary);
+  const std::string canary = w.canary.string();
+  auto build = [&](const std::string& dockerfile, const std::string& context) {
+    int fd = ::open(context.c_str(), O_RDONLY | O_CLOEXEC);
+    BOOST_TEST_REQUIRE(fd >= 0);
+    runtime::unique_fd hold(fd);
+    spec_request req;
+    req.name = "s" + std::to_string(++w.made);
+    req.format = spec_format::dockerfile;
+    req.text = dockerfile;
+    return w.registry->build_spec(tenant, req, fd_source(fd), {});
+  };
+  const std::string copy_all = "FROM base\nCOPY . /ctx/\n";
+  refused(build(copy_all, w.archive("add(info('a/../../escape'), b'x')")), errc::invalid_argument,
+          "build context: archive entry 'a/../../escape' has a '..' component");
+  refused(build(copy_all, w.archive("add(info('lib', type=tarfile.SYMTYPE, linkname='" + canary +
+                                    "/empty'))\nadd(info('lib/planted'), b'p')")),
+          errc::invalid_argument, "lib/planted");
+  refused(build(copy_all, w.archive("add(info('hl', type=tarfile.LNKTYPE, linkname='" + canary +
+                                    "/secret'))")),
+          errc::invalid_argument, "hl");
+  // COPY sources out of the context: refused before anything is recorded.
+  refused(build("FROM base\nCOPY ../secret /x\n", w.archive("add(info('f'), b'f')")),
+          errc::invalid_argument, "leaves the build context");
+  refused(build("FROM base\nCOPY " + canary + "/secret /x\n", w.archive("add(info('f'), b'f')")),
+          errc::invalid_argument, "is absolute");
+  // ... and after ENV expansion too.
+  refused(build("FROM base\nENV UP=..\nCOPY $UP/secret /x\n", w.archive("add(info('f'), b'f')")),
+          errc::invalid_argument, "leaves the build context");
+  // A source reached through a symlink of the context (to the host) is not found.
+  refused(build("FROM base\nCOPY out/secret /x\n",
+                w.archive("add(info('out', type=tarfile.SYMTYPE, linkname='" + canary + "'))")),
+          errc::not_found, "COPY source 'out/secret' is not in the build context");
+  // A symlink copied is a symlink in the layer; its target never read.
+  {
+    auto r =
+      build("FROM base\nCOPY link /copied\n",
+            w.archive("add(info('link', type=tarfile.SYMTYPE, linkname='" + canary + "/secret'))"));
+    BOOST_TEST_REQUIRE(r.ok(), why(r));
+    BOOST_TEST_REQUIRE(r->ready->layers.size() == 2u);
+    const auto top = fs::path(w.layers->path()) / to_hex(r->ready->layers.back().sha256);
+    BOOST_TEST(fs::read_symlink(top / "copied") == canary + "/secret");
+  }
+  nothing_escaped(w, before_canary);
+  // No context is left behind: every staging tree of the store is gone.
+  for (const auto& e : fs::directory_iterator(w.layers->path()))
+    BOOST_TEST(e.path().filename().string().rfind(".staging-", 0) != 0u, e.path());
 }
 
 BOOST_AUTO_TEST_CASE(a_hostile_image_is_refused_before_a_layer_is_applied) {

@@ -6,7 +6,9 @@
 // the log by at most their size plus 4 KiB; 1,000 uploads never committed leave the daemon's
 // RSS within 256 MiB of where it started; 2,000 connections that never authenticate do not
 // keep out a client that does; and (crun) a pids quota and ceiling stop a fork bomb while
-// another tenant's sandbox still forks.
+// another tenant's sandbox still forks; a tenant past its log budget is refused while
+// another tenant is not; a 64 MiB request gets a clear error and the client's next call is
+// answered.
 #define BOOST_TEST_MODULE resource_bounds
 #include "api/input_limits.hpp"
 #include "api/rpc_error.hpp"
@@ -62,6 +64,13 @@ struct hollow_world {
                     write_tokens_file(config.path()), "--quota-disk-mib", "20480", "--max-disk-mib",
                     "15000"}};
 };
+
+// A sandbox of 1 MiB of disk (hollow: no files) for `c`'s tenant.
+api::sandbox_info small_sandbox(api::client& c) {
+  api::create_options o;
+  o.limits.disk_mib = 1;
+  return must(c.create(o), "a small sandbox");
+}
 
 // The call was refused with invalid_argument naming `what`, and the log did not grow.
 template <class T>
@@ -226,9 +235,7 @@ BOOST_AUTO_TEST_CASE(labels_at_their_limit_are_logged_once) {
 BOOST_AUTO_TEST_CASE(uploads_never_committed_leave_the_daemon_s_memory_bounded) {
   hollow_world w;
   auto acme = connect(w.d, k_token_acme);
-  api::create_options o;
-  o.limits.disk_mib = 1;
-  auto sb = must(acme.create(o), "acme.create(o)");
+  auto sb = small_sandbox(acme);
   const auto start_kib = rss_kib(w.d.pid());
 
   int refused = 0, taken = 0;
@@ -302,6 +309,86 @@ BOOST_AUTO_TEST_CASE(connections_that_never_authenticate_do_not_lock_out_a_clien
   BOOST_TEST(acme->list().ok());
   for (int fd : idle)
     ::close(fd);
+}
+
+BOOST_AUTO_TEST_CASE(a_tenant_past_its_log_budget_is_refused_and_the_log_stops_growing) {
+  temp_dir config{"bounds-log"};
+  daemon_process d{{"--runtime", "crun,hollow", "--default-runtime", "hollow", "--tokens-file",
+                    write_tokens_file(config.path()), "--quota-log-mib-per-hour", "2"}};
+  auto acme = connect(d, k_token_acme);
+  auto globex = connect(d, k_token_globex);
+  auto sb = small_sandbox(acme);
+  auto other = small_sandbox(globex);
+  // Execs whose arguments are as large as the input limits allow (200 KiB each): about ten
+  // fill the 2 MiB budget; the follower sees each record a few milliseconds after it is
+  // durable, so the refusals start shortly after.
+  api::exec_options x;
+  x.argv = {"/bin/true"};
+  for (int i = 0; i < 2; ++i)
+    x.argv.push_back(std::string(100u << 10, static_cast<char>('a' + i)));
+  const auto before = log_bytes(d);
+  int taken = 0;
+  std::optional<sandboxd::error> refusal;
+  for (int i = 0; i < 200 && !refusal; ++i) {
+    auto r = acme.exec(sb.id, x, {});
+    if (r.ok() || r.code() != errc::resource_exhausted) {
+      ++taken; // hollow answers the exec its own way; what counts is that it was logged
+      continue;
+    }
+    refusal = r.err();
+  }
+  BOOST_TEST_REQUIRE(refusal.has_value(), "200 execs of 200 KiB were all taken");
+  BOOST_TEST(refusal->message.find("tenant acme has put") == 0u, refusal->message);
+  BOOST_TEST(refusal->message.find("its budget is 2 MiB per hour") != std::string::npos,
+             refusal->message);
+  const auto grown = log_bytes(d) - before;
+  BOOST_TEST_MESSAGE(taken << " execs taken, the log grew " << grown << " bytes");
+  // The budget, and at most what was admitted before the follower caught up.
+  BOOST_TEST(grown <= (2u << 20) + 8 * (200u << 10) + 65536);
+  // Refused from here on, and nothing of it reaches the log.
+  const auto at_refusal = log_bytes(d);
+  const auto exhausted = [](const sandboxd::result<api::exec_result>& r) {
+    return !r.ok() && r.code() == errc::resource_exhausted;
+  };
+  for (int i = 0; i < 5; ++i)
+    BOOST_TEST(exhausted(acme.exec(sb.id, x, {})));
+  BOOST_TEST(log_bytes(d) == at_refusal);
+  // Another tenant is not held back, and the tenant can still give its sandbox back.
+  BOOST_TEST(!exhausted(globex.exec(other.id, x, {})));
+  BOOST_TEST(acme.remove(sb.id).ok());
+}
+
+BOOST_AUTO_TEST_CASE(a_64_mib_request_gets_a_clear_error_and_the_client_goes_on) {
+  hollow_world w;
+  auto acme = connect(w.d, k_token_acme);
+  auto sb = small_sandbox(acme);
+  api::exec_options x;
+  x.argv = {"/bin/cat"};
+  x.stdin_bytes = std::string(64u << 20, 'x');
+  // The client knows the daemon's limit: refused before it is sent, the connection kept.
+  auto r = acme.exec(sb.id, x, {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST((r.code() == errc::invalid_argument), r.err().message);
+  BOOST_TEST(r.err().message.find("request too large: ") == 0u, r.err().message);
+  BOOST_TEST(r.err().message.find("sandboxd reads at most 16777216 bytes") != std::string::npos,
+             r.err().message);
+  BOOST_TEST(acme.get(sb.id).ok());
+
+  // A client that sends it all the same (its limit raised past the daemon's) is cut off by
+  // the daemon, which reads no message over its limit. The call says why; the same client's
+  // next call connects again and is answered.
+  api::client_options big{w.d.address(), k_token_acme};
+  big.max_message_bytes = 128u << 20;
+  auto c = api::client::connect(big);
+  BOOST_TEST_REQUIRE(c.ok(), (c ? "" : c.err().message));
+  auto cut = c->exec(sb.id, x, {});
+  BOOST_TEST_REQUIRE(!cut.ok());
+  BOOST_TEST_MESSAGE("the cut-off call: " << cut.err().message);
+  BOOST_TEST(cut.err().message.find("too large") != std::string::npos, cut.err().message);
+  auto again = c->get(sb.id);
+  BOOST_TEST(again.ok(), (again ? "" : again.err().message));
+  // And the daemon still serves everyone.
+  BOOST_TEST(acme.list().ok());
 }
 
 BOOST_AUTO_TEST_CASE(a_pids_quota_stops_a_fork_bomb_while_another_tenant_forks) {

@@ -5,7 +5,8 @@
 // another's is its own, with its own content; a tenant cannot make a global template; a
 // template in use is not deleted (CONFLICT naming the sandbox). After the imports and
 // deletions the read models still equal the log (projections verify) and the audit chain
-// holds (audit verify).
+// holds (audit verify). A tenant's template quota (count and bytes) is refused with
+// resource_exhausted naming it, before anything is logged.
 #define BOOST_TEST_MODULE template_tenancy
 #include "cli/exit_codes.hpp"
 #include "runtime/template_store.hpp"
@@ -21,7 +22,16 @@ boost::test_tools::assertion_result crun_here(utf::test_unit_id id) {
 
 struct world {
   temp_dir config{"tpl-tenancy"};
-  daemon_process d{{"--runtime", "crun", "--tokens-file", write_tokens_file(config.path())}};
+  daemon_process d;
+
+  explicit world(const std::vector<std::string>& more = {}) : d(flags(config, more)) {}
+  static std::vector<std::string> flags(const temp_dir& config,
+                                        const std::vector<std::string>& more) {
+    std::vector<std::string> f{"--runtime", "crun", "--tokens-file",
+                               write_tokens_file(config.path())};
+    f.insert(f.end(), more.begin(), more.end());
+    return f;
+  }
 
   // sandboxctl as `token`'s tenant.
   ctl_result as(const std::string& token, const std::vector<std::string>& args,
@@ -46,6 +56,27 @@ struct world {
     auto r = run_process("/bin/tar", {"-czf", tar, "-C", tree, "."});
     BOOST_TEST_REQUIRE(r.exit_code == 0, r);
     return tar;
+  }
+
+  // A root filesystem tarball holding one file of `bytes` bytes; its path.
+  std::string tarball_of(const std::string& name, std::size_t bytes) {
+    const std::string tree = config.path() + "/tree-" + name;
+    std::filesystem::create_directories(tree);
+    std::ofstream(tree + "/data.bin", std::ios::binary) << std::string(bytes, 'x');
+    const std::string tar = config.path() + "/" + name + ".tar";
+    auto r = run_process("/bin/tar", {"-cf", tar, "-C", tree, "."});
+    BOOST_TEST_REQUIRE(r.exit_code == 0, r);
+    return tar;
+  }
+
+  // The events of the template stream in the log (the whole log, as the operator reads it).
+  std::size_t template_events() {
+    std::size_t n = 0;
+    std::istringstream lines(ok_as(d.token(), {"--json", "events"}));
+    for (std::string l; std::getline(lines, l);)
+      if (!l.empty() && json::parse(l).value("sandbox_id", "") == "@templates")
+        ++n;
+    return n;
   }
 
   std::vector<std::string> names_for(const std::string& token) {
@@ -136,6 +167,72 @@ BOOST_AUTO_TEST_CASE(a_tenant_reaches_only_its_own_and_the_global_templates) {
   w.ok_as(admin, {"projections", "verify"});
   BOOST_TEST(w.ok_as(admin, {"audit", "verify"}).find("the audit chain holds") !=
              std::string::npos);
+}
+
+// A tenant (no admin scope) whose create is the first use of a stock template on the node:
+// sandboxctl builds it first and shows the build on stderr, stdout holding the id alone; the
+// next create is silent.
+BOOST_AUTO_TEST_CASE(a_tenant_s_first_create_from_a_stock_template_shows_its_build) {
+  world w;
+  auto first = w.as(k_token_acme, {"create", "--runtime", "crun", "--template", "base"});
+  BOOST_TEST_REQUIRE(first.exit_code == 0, first);
+  BOOST_TEST(first.err.find("building template base on this node first") != std::string::npos,
+             first);
+  BOOST_TEST(first.err.find("base:  50% making template base from /bin/busybox") !=
+               std::string::npos,
+             first);
+  BOOST_TEST(first.out.find('\n') == first.out.size() - 1, first);
+  auto next = w.as(k_token_acme, {"create", "--runtime", "crun", "--template", "base"});
+  BOOST_TEST(next.exit_code == 0, next);
+  BOOST_TEST(next.err.empty(), next);
+}
+
+// A tenant's template quota, on the count of its own templates and on their bytes: an import
+// past it answers resource_exhausted naming the quota, and when the tenant is at the quota
+// already the refusal comes before anything is logged (no template event, nothing listed).
+// Another tenant's templates do not count, a deleted template frees its place, and an archive
+// that would go past the bytes left is stopped while it unpacks (its template ends failed).
+BOOST_AUTO_TEST_CASE(a_tenant_at_its_template_quota_is_refused_before_anything_is_logged) {
+  world w({"--quota-templates", "2", "--quota-template-mib", "3"});
+  const auto& acme = k_token_acme;
+  const auto& globex = k_token_globex;
+  const auto exhausted = sandboxd::cli::exit_code_of(sandboxd::errc::resource_exhausted);
+  const std::size_t kib64 = 64 << 10, mib = 1 << 20;
+
+  // The count: acme's third template.
+  w.ok_as(acme, {"template", "import", w.tarball_of("a", kib64), "--name", "a"});
+  w.ok_as(acme, {"template", "import", w.tarball_of("b", kib64), "--name", "b"});
+  auto logged = w.template_events();
+  auto third = w.as(acme, {"template", "import", w.tarball_of("c", kib64), "--name", "c"});
+  BOOST_TEST(third.exit_code == exhausted, third);
+  BOOST_TEST(third.err.find("quota-templates 2") != std::string::npos, third);
+  BOOST_TEST(w.template_events() == logged);
+  BOOST_TEST(!has(w.names_for(acme), "c"));
+  // Another tenant's templates count against its own quota only; a deleted one frees a place.
+  w.ok_as(globex, {"template", "import", w.tarball_of("g", kib64), "--name", "c"});
+  w.ok_as(acme, {"template", "rm", "a"});
+  w.ok_as(acme, {"template", "import", w.tarball_of("c2", kib64), "--name", "c"});
+
+  // The bytes: globex's templates take 3 MiB, all of its quota.
+  w.ok_as(globex, {"template", "rm", "c"});
+  w.ok_as(globex, {"template", "import", w.tarball_of("full", 3 * mib), "--name", "full"});
+  logged = w.template_events();
+  auto more = w.as(globex, {"template", "import", w.tarball_of("more", kib64), "--name", "more"});
+  BOOST_TEST(more.exit_code == exhausted, more);
+  BOOST_TEST(more.err.find("quota-template-mib 3") != std::string::npos, more);
+  BOOST_TEST(w.template_events() == logged);
+  BOOST_TEST(!has(w.names_for(globex), "more"));
+  // With 1 MiB left, a 2 MiB archive is stopped while it unpacks: its template ends failed
+  // (resource_exhausted naming the quota) and holds nothing.
+  w.ok_as(globex, {"template", "rm", "full"});
+  w.ok_as(globex, {"template", "import", w.tarball_of("two", 2 * mib), "--name", "two"});
+  auto over = w.as(globex, {"template", "import", w.tarball_of("over", 2 * mib), "--name", "over"});
+  BOOST_TEST(over.exit_code == exhausted, over);
+  BOOST_TEST(over.err.find("quota-template-mib 3") != std::string::npos, over);
+  BOOST_TEST(json::parse(w.ok_as(globex, {"--json", "template", "show", "over"}))["status"] ==
+             "failed");
+
+  w.ok_as(w.d.token(), {"projections", "verify"});
 }
 
 BOOST_AUTO_TEST_SUITE_END()

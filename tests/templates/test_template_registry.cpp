@@ -2,7 +2,8 @@
 // store of plain directories: a stock template is built once on first use, however many
 // ask at once; every change is an event and a restart folds the same catalog; a build a
 // crash interrupted is recorded as failed; a template in use or held cannot be deleted;
-// another tenant's template is not found; deleting collects the layers no template holds.
+// another tenant's template is not found; deleting collects the layers no template holds; an
+// import's layer is named as its tree read back.
 // `base` (the host's busybox) stands for the stock builds: mmdebstrap's suites are covered by
 // tests/e2e/test_templates_e2e.cpp.
 #define BOOST_TEST_MODULE template_registry
@@ -258,6 +259,149 @@ BOOST_AUTO_TEST_CASE(a_refused_archive_fails_its_template_and_leaves_no_layer) {
   const auto es = w.events();
   BOOST_TEST(count_changes(es, "evil", "failed") == 1u);
   BOOST_TEST(count_changes(es, "evil", "ready") == 0u);
+}
+
+// A spec of COPY, ENV and WORKDIR needs no runtime: its layers come from the build context.
+BOOST_AUTO_TEST_CASE(a_copy_spec_builds_its_layers_and_a_rebuild_after_deletion_copies_nothing,
+                     *boost::unit_test::precondition(busybox_here)) {
+  world w;
+  const std::string ctx = w.dir / "ctx";
+  fs::create_directories(ctx + "/app/bin");
+  std::ofstream(ctx + "/app/hello.txt") << "hello\n";
+  std::ofstream(ctx + "/app/bin/tool") << "#!/bin/sh\necho tool\n";
+  fs::permissions(ctx + "/app/bin/tool", fs::perms(0755));
+  test::check_shell("tar -C " + test::shell_quote(ctx) + " -cf " +
+                    test::shell_quote(w.dir / "ctx.tar") + " .");
+  auto build = [&](const std::string& name) {
+    int fd = ::open((w.dir / "ctx.tar").c_str(), O_RDONLY | O_CLOEXEC);
+    runtime::unique_fd hold(fd);
+    spec_request req;
+    req.name = name;
+    req.format = spec_format::dockerfile;
+    req.text = "FROM base\nENV HOME_DIR=/srv\nWORKDIR $HOME_DIR/app\nCOPY app/ ./\n"
+               "COPY app/hello.txt /etc/hello\n";
+    return w.registry->build_spec(acme, req, fd_source(fd), {});
+  };
+  auto first = build("copied");
+  BOOST_TEST_REQUIRE(first.ok(), (first ? "" : first.err().message));
+  BOOST_TEST(first->status == template_status::ready);
+  BOOST_TEST((first->created.source == ev::template_source::spec));
+  BOOST_TEST_REQUIRE(first->ready->layers.size() == 3u); // base's, then one per COPY
+  BOOST_TEST(first->ready->working_directory == "/srv/app");
+  const fs::path top = fs::path(w.layers->path()) / to_hex(first->ready->layers[1].sha256);
+  BOOST_TEST(fs::exists(top / "srv/app/hello.txt"));
+  BOOST_TEST(fs::exists(top / "srv/app/bin/tool"));
+  BOOST_TEST(((fs::status(top / "srv/app/bin/tool").permissions() & fs::perms::owner_exec) !=
+              fs::perms::none));
+  BOOST_TEST_REQUIRE(first->steps.size() == 2u);
+  for (const auto& s : first->steps) {
+    BOOST_TEST_REQUIRE(s.finished.has_value());
+    BOOST_TEST(!s.finished->cached);
+    BOOST_TEST(s.started.cache_key.has_value());
+  }
+  BOOST_TEST(first->steps[0].started.instruction == "COPY app/ ./");
+  BOOST_TEST(first->steps[0].started.index == 3u); // FROM is 0, ENV 1, WORKDIR 2
+
+  // Deleted, then built again unchanged: the cache kept its step layers; no step copies.
+  BOOST_TEST_REQUIRE(w.registry->remove(acme, "copied").ok());
+  BOOST_TEST(w.layers->has(to_hex(first->ready->layers[1].sha256)));
+  auto again = build("copied");
+  BOOST_TEST_REQUIRE(again.ok(), (again ? "" : again.err().message));
+  BOOST_TEST(again->id != first->id);
+  BOOST_TEST((again->ready->digest == first->ready->digest));
+  for (const auto& s : again->steps) {
+    BOOST_TEST_REQUIRE(s.finished.has_value());
+    BOOST_TEST(s.finished->cached);
+  }
+  // Another tenant's identical build reuses nothing of acme's.
+  int fd = ::open((w.dir / "ctx.tar").c_str(), O_RDONLY | O_CLOEXEC);
+  runtime::unique_fd hold(fd);
+  spec_request req;
+  req.name = "copied";
+  req.format = spec_format::dockerfile;
+  req.text = "FROM base\nENV HOME_DIR=/srv\nWORKDIR $HOME_DIR/app\nCOPY app/ ./\n"
+             "COPY app/hello.txt /etc/hello\n";
+  auto theirs = w.registry->build_spec(globex, req, fd_source(fd), {});
+  BOOST_TEST_REQUIRE(theirs.ok());
+  for (const auto& s : theirs->steps)
+    BOOST_TEST(!s.finished->cached);
+}
+
+BOOST_AUTO_TEST_CASE(a_bad_spec_records_nothing_a_run_without_runtime_fails_and_tenancy_holds,
+                     *boost::unit_test::precondition(busybox_here)) {
+  world w;
+  const auto before = w.events().size();
+  spec_request req;
+  req.name = "bad";
+  req.format = spec_format::dockerfile;
+  req.text = "FROM base\nADD x /x\n";
+  std::string none;
+  auto r = w.registry->build_spec(acme, req, memory_source(none), {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.code() == errc::invalid_argument);
+  BOOST_TEST(r.err().message.find("line 2: ADD is not supported") != std::string::npos);
+  BOOST_TEST(w.events().size() == before);
+  req.text = "FROM base\nRUN true\n";
+  r = w.registry->build_spec(acme, req, memory_source(none), {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.code() == errc::unavailable);
+  const auto es = w.events();
+  BOOST_TEST(count_changes(es, "bad", "step_finished") == 1u);
+  BOOST_TEST(count_changes(es, "bad", "failed") == 1u);
+  // Tenancy as for imports: another tenant's template is no FROM (exactly like a missing
+  // one), and a global template is the operator's to build.
+  BOOST_TEST_REQUIRE(w.import(globex, "theirs", "globex's\n").ok());
+  req.name = "mine";
+  req.text = "FROM theirs\nENV A=b\n";
+  r = w.registry->build_spec(acme, req, memory_source(none), {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.code() == errc::not_found);
+  BOOST_TEST(r.err().message.find("FROM theirs: template theirs does not exist") !=
+             std::string::npos);
+  req.text = "FROM base\nENV A=b\n";
+  req.scope = ev::template_scope::global;
+  r = w.registry->build_spec(acme, req, memory_source(none), {});
+  BOOST_TEST_REQUIRE(!r.ok());
+  BOOST_TEST(r.code() == errc::permission_denied);
+  BOOST_TEST(count_changes(w.events(), "mine", "created") == 0u);
+}
+
+// An import's layer is named by its tree as stored: the digest the commit computed from the
+// contents the writer hashed as it wrote them equals the digest of the stored tree read back
+// (files of several buffers, an empty one, a hard link, a path the archive wrote twice, a
+// symlink), and so do the bytes it recorded.
+BOOST_AUTO_TEST_CASE(an_imported_layer_is_named_as_its_tree_read_back) {
+  world w;
+  const std::string tree = w.dir / "tree-mixed";
+  fs::create_directories(tree + "/usr/lib");
+  std::string big(300'000, '\0');
+  for (std::size_t i = 0; i < big.size(); ++i)
+    big[i] = static_cast<char>(i * 131 % 251);
+  std::ofstream(tree + "/usr/lib/big", std::ios::binary) << big;
+  std::ofstream(tree + "/usr/lib/empty");
+  std::ofstream(tree + "/usr/lib/twice") << "first";
+  test::check_shell("cd " + test::shell_quote(tree) +
+                    " && ln usr/lib/big usr/lib/big.link && ln -s big usr/lib/big.sym");
+  const std::string tar = w.dir / "mixed.tar";
+  test::check_shell("tar -C " + test::shell_quote(tree) + " -cf " + test::shell_quote(tar) +
+                    " . && echo second > " + test::shell_quote(tree + "/usr/lib/twice") +
+                    " && tar -C " + test::shell_quote(tree) + " -rf " + test::shell_quote(tar) +
+                    " ./usr/lib/twice");
+  int fd = ::open(tar.c_str(), O_RDONLY | O_CLOEXEC);
+  runtime::unique_fd hold(fd);
+  import_request req;
+  req.name = "mixed";
+  auto t = w.registry->import_archive(acme, req, fd_source(fd), {});
+  BOOST_TEST_REQUIRE(t.ok(), (t.ok() ? "" : t.err().message));
+  const auto& layer = t->ready->layers.front();
+  const std::string hex = to_hex(layer.sha256);
+  auto stored = w.layers->open(hex);
+  BOOST_TEST_REQUIRE(bool(stored));
+  runtime::unique_fd dir(::openat(stored.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  const auto read_back = runtime::digest_layer(dir.get());
+  BOOST_TEST(read_back.sha256 == hex);
+  BOOST_TEST(layer.bytes == w.layers->bytes(hex));
+  BOOST_TEST(layer.bytes == 2 * big.size() + std::string("second\n").size() + 3); // + "big"
 }
 
 BOOST_AUTO_TEST_SUITE_END()

@@ -12,7 +12,8 @@ Errors are exceptions of one hierarchy under SandboxError (sandboxd.errors)."""
 from . import admin, events, languages
 from .client import AsyncClient, Client
 from .commands import AsyncCommandHandle, AsyncCommands, CommandHandle, Commands
-from .errors import (CommandExitError, ConflictError, InternalError, InvalidArgumentError,
+from .errors import (CommandExitError, CommandTimeoutError, ConflictError, InternalError,
+                     InvalidArgumentError,
                      IsADirectoryError, NotADirectoryError, NotFoundError, PermissionDeniedError,
                      ResourceExhaustedError, SandboxError, TimeoutError, TooLargeError,
                      UnavailableError)
@@ -20,19 +21,20 @@ from .files import AsyncFiles, EntryList, Files
 from .languages import LANGUAGES, RunResult
 from .paginator import AsyncPaginator, Paginator
 from .sandbox import AsyncSandbox, Sandbox
+from .templates import AsyncTemplate, Template, TemplateInfo
 from .types import (AuditCheck, AuditProblem, AuditRow, BillLine, BillReport, CommandResult,
                     EntryInfo, Event, Identity, Limits, ProcessInfo, SandboxInfo, SandboxSummary)
 
 __version__ = "0.1.0"
 
 __all__ = [
-    "Sandbox", "AsyncSandbox", "Client", "AsyncClient", "Commands", "AsyncCommands",
+    "Sandbox", "AsyncSandbox", "Template", "AsyncTemplate", "TemplateInfo", "Client", "AsyncClient", "Commands", "AsyncCommands",
     "CommandHandle", "AsyncCommandHandle", "Files", "AsyncFiles", "EntryList", "Paginator",
     "AsyncPaginator", "admin", "events", "languages",
     "SandboxError", "NotFoundError", "ConflictError", "InvalidArgumentError",
     "PermissionDeniedError", "ResourceExhaustedError", "UnavailableError", "TimeoutError",
     "NotADirectoryError", "IsADirectoryError", "TooLargeError", "InternalError",
-    "CommandExitError",
+    "CommandExitError", "CommandTimeoutError",
     "LANGUAGES", "RunResult", "CommandResult", "EntryInfo", "Event", "Identity", "Limits", "ProcessInfo", "SandboxInfo",
     "SandboxSummary", "BillLine", "BillReport", "AuditRow", "AuditProblem", "AuditCheck",
 ]

@@ -35,9 +35,11 @@ class AsyncAdmin(LoopBound):
         self._bind_loop(client)
         self._client = client
         self._cap: Any = None
+        self._generation = -1
 
     def _admin(self) -> Any:
-        if self._cap is None:
+        if self._cap is None or self._generation != self._client._generation:
+            self._generation = self._client._generation
             # Pipelined: the admin capability's calls go out with Session.admin; without the
             # scope they fail with its PERMISSION_DENIED.
             self._cap = self._client._live_session.admin().admin

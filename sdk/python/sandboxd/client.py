@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from .admin import Admin, AsyncAdmin
 
 DEFAULT_REQUEST_TIMEOUT = 60.0
+UPLOADS_PER_CONNECTION = 8
 
 _defaults: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, Dict[Tuple[Any, ...], asyncio.Task[AsyncClient]]]" = (
     weakref.WeakKeyDictionary()
@@ -51,10 +52,17 @@ class AsyncClient(LoopBound):
         self.address = settings.address
         self.identity = identity
         self.request_timeout = request_timeout
+        self._settings = settings
         self._rpc = rpc
         self._stream = stream
         self._session = session
         self._closed = False
+        # Counts the connections made: a sandbox or admin handle opened on an earlier one
+        # opens itself again on the current one (AsyncSandbox._cap).
+        self._generation = 0
+        # Uploads (file writes) open at once on this connection: below the daemon's
+        # max_uploads_per_connection (16), so concurrent writes queue here.
+        self._upload_places = asyncio.Semaphore(UPLOADS_PER_CONNECTION)
 
     @classmethod
     async def connect(
@@ -85,21 +93,7 @@ class AsyncClient(LoopBound):
         await _kj.ensure_kj_loop()
 
         async def open_session() -> "AsyncClient":
-            try:
-                stream = await _settings.open_stream(settings)
-            except OSError as e:
-                raise UnavailableError(
-                    f"cannot connect to sandboxd at {settings.address}: {e.strerror or e}; check "
-                    "that it runs (scripts/start) and SANDBOXD_ADDR"
-                ) from None
-            rpc = capnp.TwoPartyClient(stream)
-            try:
-                gateway = rpc.bootstrap().cast_as(api.Gateway)
-                r = await gateway.authenticate(settings.token)
-            except BaseException:
-                rpc.close()
-                stream.close()
-                raise
+            rpc, stream, r = await _open(settings)
             return cls(settings, rpc, stream, r.session, Identity._from(r.identity), request_timeout)
 
         return await call(f"connecting to {settings.address}", open_session(), request_timeout)
@@ -166,13 +160,57 @@ class AsyncClient(LoopBound):
         await self.close()
 
     async def _call(self, what: str, awaitable: Any, timeout: Any = "default") -> Any:
-        return await call(what, awaitable, self.request_timeout if timeout == "default" else timeout)
+        try:
+            return await call(what, awaitable,
+                              self.request_timeout if timeout == "default" else timeout)
+        except UnavailableError as e:
+            if e.connection_lost and not self._closed:
+                await self._reconnect()
+            raise
+
+    async def _reconnect(self) -> None:
+        """Connects and authenticates again after the connection was lost, so that the next
+        call is answered: only the calls in flight when it went fail. When the daemon cannot
+        be reached yet, the next call that fails for it tries again."""
+        try:
+            rpc, stream, r = await call(f"connecting to {self.address}", _open(self._settings),
+                                        self.request_timeout)
+        except UnavailableError:
+            return
+        old_rpc, old_stream = self._rpc, self._stream
+        self._rpc, self._stream, self._session = rpc, stream, r.session
+        self._generation += 1
+        for closing in (old_rpc.close, old_stream.close):
+            try:
+                closing()
+            except Exception:  # the old connection is gone already
+                pass
 
     @property
     def _live_session(self) -> Any:
         if self._closed:
             raise UnavailableError(f"the client of {self.address} is closed; connect again")
         return self._session
+
+
+async def _open(settings: "_settings.Settings") -> Tuple[Any, Any, Any]:
+    """A connection to the daemon, authenticated: (rpc client, stream, authenticate's answer)."""
+    try:
+        stream = await _settings.open_stream(settings)
+    except OSError as e:
+        raise UnavailableError(
+            f"cannot connect to sandboxd at {settings.address}: {e.strerror or e}; check "
+            "that it runs (scripts/start) and SANDBOXD_ADDR"
+        ) from None
+    rpc = capnp.TwoPartyClient(stream)
+    try:
+        gateway = rpc.bootstrap().cast_as(api.Gateway)
+        r = await gateway.authenticate(settings.token)
+    except BaseException:
+        rpc.close()
+        stream.close()
+        raise
+    return rpc, stream, r
 
 
 async def resolve_client(client: Optional[AsyncClient], addr: Optional[str],

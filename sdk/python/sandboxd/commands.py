@@ -17,7 +17,8 @@ from ._call import call
 from ._kj import LoopBound
 from ._portal import portal
 from ._schema import api
-from .errors import CommandExitError
+from .errors import (CommandExitError, CommandTimeoutError, InvalidArgumentError,
+                     UnavailableError)
 from .types import CommandResult, ProcessInfo
 
 if TYPE_CHECKING:
@@ -81,15 +82,46 @@ class _Output(api.OutputSink.Server):  # type: ignore[misc,name-defined]
         if self.callback_error is not None:
             raise self.callback_error
         result = CommandResult._from(r, bytes(self.stdout), bytes(self.stderr))
+        if result.timed_out:
+            raise CommandTimeoutError(result)
         if check and not result.ok:
             raise CommandExitError(result)
         return result
 
 
+# What sandboxd reads in one request by default (its message limit); a larger request would
+# make it close the connection, so the SDK refuses one first (a call's envelope is a few words
+# more than its parameters: 4 KiB covers it).
+DAEMON_REQUEST_BYTES = 16 << 20
+MAX_REQUEST_BYTES = DAEMON_REQUEST_BYTES
+_ADVICE = ("send large content as a file (files.write streams it in pieces) or as streamed "
+           "stdin (send_stdin)")
+
+
+def _check_request_size(req: Any) -> int:
+    size = req.total_size.word_count * 8
+    if size + 4096 > MAX_REQUEST_BYTES:
+        raise InvalidArgumentError(
+            f"request too large: {size} bytes, and sandboxd reads at most {MAX_REQUEST_BYTES} "
+            f"bytes in one request; {_ADVICE}")
+    return size
+
+
+def _said_too_large(e: UnavailableError, size: int) -> UnavailableError:
+    """The error of a request whose connection went while it was sent: when the request was
+    over the daemon's limit, that is why (the daemon closed the connection on it)."""
+    if not e.connection_lost or size + 4096 <= DAEMON_REQUEST_BYTES:
+        return e
+    return UnavailableError(
+        f"request too large: {size} bytes; sandboxd closed the connection on it (it reads at "
+        f"most {DAEMON_REQUEST_BYTES} bytes in one request unless configured otherwise); "
+        f"{_ADVICE}. The client connected again for its next call", connection_lost=True)
+
+
 def _exec_request(req: Any, cmd: Command, envs: Optional[Mapping[str, str]],
                   secret_envs: Optional[Mapping[str, str]], cwd: Optional[str],
                   timeout: Optional[float], stdin: Union[None, str, bytes],
-                  stream_stdin: bool, max_output_bytes: int) -> None:
+                  stream_stdin: bool, max_output_bytes: int) -> int:
     r = req.request
     r.argv = argv_of(cmd)
     variables = [(k, v, False) for k, v in (envs or {}).items()]
@@ -103,6 +135,7 @@ def _exec_request(req: Any, cmd: Command, envs: Optional[Mapping[str, str]],
     r.streamStdin = stream_stdin
     r.timeoutNs = int(timeout * 1e9) if timeout else 0
     r.maxOutputBytes = max_output_bytes
+    return _check_request_size(req)
 
 
 class AsyncCommandHandle(LoopBound):
@@ -186,18 +219,21 @@ class AsyncCommands:
         output = _Output(on_stdout, on_stderr)
         method = "start" if background else "exec"
         req = getattr(self._sandbox._cap, f"{method}_request")()
-        _exec_request(req, cmd, envs, secret_envs, cwd, timeout, stdin, stream_stdin,
-                      max_output_bytes)
+        size = _exec_request(req, cmd, envs, secret_envs, cwd, timeout, stdin, stream_stdin,
+                             max_output_bytes)
         req.output = output
-        if background:
-            promise = req.send()
-            cap = promise.exec
-            info = await client._call(method, _both(promise, cap.info()), request_timeout
-                                      or client.request_timeout)
-            return AsyncCommandHandle(self._sandbox, cap, info.info.execId, output)
-        if request_timeout is None:
-            request_timeout = timeout + DEADLINE_GRACE if timeout else None
-        r = await call(f"command {argv_of(cmd)!r}", req.send(), request_timeout)
+        try:
+            if background:
+                promise = req.send()
+                cap = promise.exec
+                info = await client._call(method, _both(promise, cap.info()), request_timeout
+                                          or client.request_timeout)
+                return AsyncCommandHandle(self._sandbox, cap, info.info.execId, output)
+            if request_timeout is None:
+                request_timeout = timeout + DEADLINE_GRACE if timeout else None
+            r = await client._call(f"command {argv_of(cmd)!r}", req.send(), request_timeout)
+        except UnavailableError as e:
+            raise _said_too_large(e, size) from None
         return await output.finish(r.result, check)
 
     async def list(self) -> List[ProcessInfo]:
@@ -300,9 +336,10 @@ class Commands:
             background: return a :class:`CommandHandle` at once instead of waiting.
             envs: variables added to the sandbox's environment for this command.
             secret_envs: the same, but their values never reach the event log (nor any hash of them).
-            cwd: the working directory (default ``/``).
-            timeout: seconds the command may run; then the daemon kills it and the result
-                has ``timed_out`` (None: no limit).
+            cwd: the working directory (default: the template's, else ``/``).
+            timeout: seconds the command may run (None: no limit); then the daemon kills it
+                and ``run`` (or ``wait``) raises :class:`CommandTimeoutError`, a
+                ``TimeoutError`` whose ``result`` has the output so far.
             on_stdout, on_stderr: called with each chunk of output (str) as it arrives,
                 before ``run`` returns — on the SDK's I/O thread, so they must not call the
                 sync API.

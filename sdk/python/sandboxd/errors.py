@@ -4,7 +4,8 @@ Every failed call raises a :class:`SandboxError` whose ``code`` is the daemon's 
 (``"not_found"``, ``"conflict"``, ... — docs/errors.md) and whose ``message`` is the
 daemon's own message, which names the thing and says what to do. A command that exits
 non-zero is a result, not an error, unless it was run with ``check=True``
-(:class:`CommandExitError`).
+(:class:`CommandExitError`); a command that runs past its ``timeout`` raises
+:class:`CommandTimeoutError`, as ``subprocess.run`` does, with its result on the exception.
 
 ``TimeoutError``, ``NotADirectoryError`` and ``IsADirectoryError`` are also the Python
 built-ins of the same name, so ``except TimeoutError`` catches the SDK's deadline either way.
@@ -29,6 +30,7 @@ __all__ = [
     "NotADirectoryError",
     "IsADirectoryError",
     "TooLargeError",
+    "CommandTimeoutError",
     "InternalError",
     "TimeoutError",
     "CommandExitError",
@@ -86,9 +88,19 @@ class ResourceExhaustedError(SandboxError):
 
 class UnavailableError(SandboxError):
     """sandboxd cannot be reached, a dependency of it is down, or the outcome is unknown;
-    retrying may succeed. A lost or refused connection is this error too."""
+    retrying may succeed. A lost or refused connection is this error too.
+
+    Attributes:
+        connection_lost: the connection went while the call was in flight; the client
+            connects again for its next call.
+    """
 
     code = "unavailable"
+
+    def __init__(self, message: str, code: Optional[str] = None,
+                 connection_lost: bool = False) -> None:
+        super().__init__(message, code)
+        self.connection_lost = connection_lost
 
 
 class NotADirectoryError(SandboxError, builtins.NotADirectoryError):
@@ -143,6 +155,22 @@ class CommandExitError(SandboxError):
         super().__init__(f"command {result.exec_id} {what}" + (f": {tail}" if tail else ""))
 
 
+
+class CommandTimeoutError(TimeoutError, CommandExitError):
+    """A command ran past its ``timeout`` and the daemon ended it. It is a
+    :class:`TimeoutError` (the built-in too, as ``subprocess.run``'s and E2B's are) and a
+    :class:`CommandExitError`.
+
+    Attributes:
+        result: the command's :class:`~sandboxd.CommandResult` (``timed_out`` set), with the
+            output it wrote before it was ended.
+    """
+
+    code = "timeout"
+
+    def __init__(self, result: "CommandResult") -> None:
+        CommandExitError.__init__(self, result)
+
 _BY_CODE: Dict[str, Type[SandboxError]] = {
     c.code: c
     for c in (
@@ -171,9 +199,14 @@ def error_from_description(description: str, disconnected: bool = False) -> Sand
         text = text[len(_REMOTE_PREFIX):]
     code, sep, message = text.partition(": ")
     if disconnected:
+        if "too large" in text:
+            return UnavailableError(
+                f"request too large: sandboxd closed the connection on it ({text}); send large "
+                "content as a file (files.write streams it in pieces). The client connects "
+                "again for its next call", connection_lost=True)
         return UnavailableError(
-            f"the connection to sandboxd was lost ({text}); check that the daemon runs, then retry"
-        )
+            f"the connection to sandboxd was lost ({text}); check that the daemon runs, then "
+            "retry (the client connects again for its next call)", connection_lost=True)
     cls = _BY_CODE.get(code) if sep else None
     if cls is None:
         return UnavailableError(text)

@@ -95,6 +95,14 @@ class AsyncFiles:
     async def write(self, path: str, data: Data, *, mode: int = 0o644) -> EntryInfo:
         """Writes (creates or replaces) a file: str (as UTF-8), bytes, or a binary file object
         read to its end. Returns the new file's info."""
+        # sandboxd keeps a few uploads open per connection (docs/api.md "Limits"): more writes
+        # at once than that wait here for a place instead of being refused.
+        async with self._sandbox._client._upload_places:
+            r, digest = await self._upload(path, data, mode)
+        _check_digest(path, "was written damaged", digest.digest(), r.sha256)
+        return EntryInfo._from(r.info)
+
+    async def _upload(self, path: str, data: Data, mode: int) -> Any:
         promise = self._sandbox._cap.writeFile(path, mode)
         upload = promise.upload  # pipelined: the chunks go out before writeFile answers
         digest = hashlib.sha256()
@@ -112,8 +120,7 @@ class AsyncFiles:
             for f in in_flight:
                 f.cancel()
             raise
-        _check_digest(path, "was written damaged", digest.digest(), r.sha256)
-        return EntryInfo._from(r.info)
+        return r, digest
 
     async def list(self, path: str, *, limit: int = 0) -> EntryList:
         """The entries of a directory (at most `limit`; 0: the daemon's default)."""

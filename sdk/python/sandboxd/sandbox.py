@@ -66,8 +66,18 @@ class AsyncSandbox(LoopBound):
     def __init__(self, client: AsyncClient, cap: Any, sandbox_id: str) -> None:
         self._bind_loop()
         self._client = client
-        self._cap = cap
+        self._opened = cap
+        self._generation = client._generation
         self.sandbox_id = sandbox_id
+
+    @property
+    def _cap(self) -> Any:
+        """The sandbox's capability on the client's current connection (opened again,
+        pipelined, after the client reconnected)."""
+        if self._generation != self._client._generation:
+            self._opened = self._client._live_session.open(self.sandbox_id).sandbox
+            self._generation = self._client._generation
+        return self._opened
 
     @property
     def commands(self) -> AsyncCommands:
@@ -139,12 +149,16 @@ class AsyncSandbox(LoopBound):
 
     @classmethod
     async def connect(cls, sandbox_id: str, *, addr: Optional[str] = None,
-                      token: Optional[str] = None,
-                      client: Optional[AsyncClient] = None) -> "AsyncSandbox":
-        """An existing sandbox of the token's tenant (NotFoundError otherwise)."""
+                      token: Optional[str] = None, client: Optional[AsyncClient] = None,
+                      resume: bool = False) -> "AsyncSandbox":
+        """An existing sandbox of the token's tenant (NotFoundError otherwise); with
+        ``resume=True`` a paused one is resumed first, as E2B's ``connect`` does."""
         c = await resolve_client(client, addr, token)
         r = await c._call(f"open {sandbox_id}", c._live_session.open(sandbox_id))
-        return cls(c, r.sandbox, sandbox_id)
+        sbx = cls(c, r.sandbox, sandbox_id)
+        if resume and (await sbx.get_info()).state == "paused":
+            await sbx.resume()
+        return sbx
 
     @classmethod
     def list(
@@ -259,6 +273,10 @@ class AsyncSandbox(LoopBound):
         """Deletes the sandbox: its processes and files are gone when this returns."""
         await self._client._call(f"delete {self.sandbox_id}", self._cap.delete())
 
+    async def kill(self) -> None:
+        """Deletes the sandbox (:meth:`delete`, by the name E2B's SDK gives it)."""
+        await self.delete()
+
     def watch(self, from_sequence: int = 1) -> AsyncIterator[Event]:
         """The sandbox's events from `from_sequence` (1: its creation), then live ones, until
         it is deleted (the iteration then ends) or the iterator is closed."""
@@ -343,7 +361,7 @@ class Sandbox:
             template: the root filesystem (``"base"``).
             timeout: seconds until the sandbox ends (then ``on_timeout`` applies; None: never).
             envs: variables every command sees, kept across pauses.
-            secret_envs: the same, but only their names and a hash reach the event log.
+            secret_envs: the same, but only their names reach the event log.
             metadata: labels (key → value) to find it by (``Sandbox.list(metadata=...)``).
             runtime: ``"runsc"`` (gVisor) or ``"crun"``; default the daemon's.
             memory_mib, cpu_millicores, pids, disk_mib: limits (0: the daemon's defaults).
@@ -373,11 +391,13 @@ class Sandbox:
 
     @classmethod
     def connect(cls, sandbox_id: str, *, addr: Optional[str] = None,
-                token: Optional[str] = None, client: Optional[Client] = None) -> "Sandbox":
+                token: Optional[str] = None, client: Optional[Client] = None,
+                resume: bool = False) -> "Sandbox":
         """An existing sandbox of the token's tenant by its id (NotFoundError otherwise,
-        another tenant's included)."""
+        another tenant's included); with ``resume=True`` a paused one is resumed first, as
+        E2B's ``connect`` does."""
         return cls(portal().run(AsyncSandbox.connect(sandbox_id, addr=addr, token=token,
-                                                     client=async_of(client))))
+                                                     client=async_of(client), resume=resume)))
 
     @classmethod
     def list(
@@ -477,6 +497,10 @@ class Sandbox:
 
     def delete(self) -> None:
         """Deletes the sandbox: its processes and files are gone when this returns."""
+        portal().run(self._async.delete())
+
+    def kill(self) -> None:
+        """Deletes the sandbox (:meth:`delete`, by the name E2B's SDK gives it)."""
         portal().run(self._async.delete())
 
     def watch(self, from_sequence: int = 1) -> Iterator[Event]:

@@ -83,3 +83,15 @@ async def test_an_explicit_async_client(daemon) -> None:
         assert c.identity.tenant == "other"
         async with await AsyncSandbox.create(runtime="hollow", client=c) as s:
             assert (await s.get_info()).tenant == "other"
+
+
+async def test_more_writes_at_once_than_a_connection_may_upload_wait_their_turn(daemon) -> None:
+    # sandboxd keeps at most 16 uploads open per connection; 40 writes of 3 MiB at once on one
+    # client overlap far past that, and each must still be written (none refused).
+    if "hollow" in daemon.unavailable:
+        pytest.skip(f"hollow cannot run sandboxes here: {daemon.unavailable['hollow']}")
+    async with await sandboxd.AsyncClient.connect(daemon.address, daemon.dev_token) as c:
+        async with await AsyncSandbox.create(runtime="hollow", client=c) as s:
+            data = b"y" * (3 << 20)
+            infos = await asyncio.gather(*[s.files.write(f"/w{i}", data) for i in range(40)])
+            assert [i.size for i in infos] == [len(data)] * 40

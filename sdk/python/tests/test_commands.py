@@ -112,12 +112,20 @@ def test_a_background_command_by_id_and_streamed_stdin(sbx: Sandbox) -> None:
         sbx.commands.connect("ex-no-such-exec")
 
 
-def test_a_command_timeout_ends_it(sbx: Sandbox) -> None:
-    r = sbx.commands.run("echo before; sleep 30", timeout=1)
+def test_a_command_timeout_ends_it_and_raises_timeout_error(sbx: Sandbox) -> None:
+    # As subprocess.run and E2B's SDK do: a TimeoutError, with the result on it.
+    with pytest.raises(TimeoutError) as e:
+        sbx.commands.run("echo before; sleep 30", timeout=1)
+    assert isinstance(e.value, sandboxd.CommandTimeoutError)
+    r = e.value.result
     assert r.timed_out and r.exit_code == -1 and r.signal != 0
     assert r.stdout == "before\n"
-    with pytest.raises(sandboxd.CommandExitError):
+    assert "sleep 30" not in " ".join(" ".join(p.argv) for p in sbx.commands.list())
+    with pytest.raises(sandboxd.CommandExitError):  # it is one of those too
         sbx.commands.run("sleep 30", timeout=1, check=True)
+    h = sbx.commands.run("sleep 30", timeout=1, background=True)
+    with pytest.raises(sandboxd.CommandTimeoutError):
+        h.wait()
 
 
 def test_a_client_deadline_raises_timeout_error(sbx: Sandbox) -> None:

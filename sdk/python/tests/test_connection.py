@@ -52,3 +52,27 @@ def test_a_token_file_argument(daemon, tmp_path) -> None:
     c = sandboxd.Client.connect(daemon.address, token_file=str(path))
     assert c.identity.tenant == "other"
     c.close()
+
+
+def test_a_request_too_large_is_refused_and_a_dropped_connection_comes_back(daemon, monkeypatch):
+    if "hollow" in daemon.unavailable:
+        pytest.skip(f"hollow cannot run sandboxes here: {daemon.unavailable['hollow']}")
+    c = sandboxd.Client.connect()
+    with sandboxd.Sandbox.create(runtime="hollow", client=c) as s:
+        big = b"x" * (64 << 20)
+        # The SDK knows what sandboxd reads in one request: refused before it is sent.
+        refused = "^invalid_argument: request too large: .* sandboxd reads at most"
+        with pytest.raises(sandboxd.InvalidArgumentError, match=refused):
+            s.commands.run(["cat"], stdin=big)
+        assert s.get_info().state == "running"
+        # Sent all the same (the SDK's check lifted), sandboxd closes the connection on it:
+        # the call says why, and the same client's next calls are answered on a new one.
+        # (32 MiB: over the daemon's 16 MiB, under what pycapnp itself would send.)
+        monkeypatch.setattr(sandboxd.commands, "MAX_REQUEST_BYTES", 1 << 30)
+        with pytest.raises(sandboxd.UnavailableError, match="request too large: .* closed the "
+                           "connection on it") as lost:
+            s.commands.run(["cat"], stdin=big[:32 << 20])
+        assert lost.value.connection_lost
+        assert s.get_info().state == "running"
+        assert c.identity.tenant == "dev"
+    c.close()

@@ -81,6 +81,21 @@ def test_connect_by_id_reaches_the_same_sandbox(sbx: Sandbox) -> None:
     other.resume()
 
 
+def test_connect_resumes_a_paused_sandbox_when_asked(sbx: Sandbox) -> None:
+    sbx.pause()
+    assert Sandbox.connect(sbx.sandbox_id).get_info().state == "paused"  # not unless asked
+    same = Sandbox.connect(sbx.sandbox_id, resume=True)
+    assert same.get_info().state == "running"
+    assert Sandbox.connect(sbx.sandbox_id, resume=True).get_info().state == "running"
+
+
+def test_kill_is_delete(runtime: str) -> None:
+    sbx = Sandbox.create(runtime=runtime, metadata={"suite": "sdk"})
+    sbx.kill()
+    with pytest.raises(sandboxd.NotFoundError):
+        sbx.get_info()
+
+
 def test_a_deleted_sandbox_answers_not_found_to_every_call(runtime: str) -> None:
     sbx = Sandbox.create(runtime=runtime, metadata={"suite": "sdk"})
     sbx.delete()
