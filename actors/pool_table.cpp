@@ -31,6 +31,8 @@ std::optional<std::string> pool_table::take(const std::string& content_id, event
     return std::nullopt;
   }
   ++counts_.hits;
+  if (now >= quiet_until_)
+    quiet_until_ = now + k_claim_quiet;
   auto id = std::move(it->id);
   ready_.erase(it);
   return id;
@@ -118,10 +120,13 @@ pool_table::plan pool_table::next(events::time_point now, bool may_create) {
   const std::uint32_t need = t > held ? t - held : 0;
   const std::uint32_t room = s_.maximum > held ? s_.maximum - held : 0;
   const auto affordable = static_cast<std::uint32_t>(std::floor(tokens_));
-  p.create = may_create ? std::min({need, room, affordable}) : 0;
+  const bool quiet = now < quiet_until_ && !ready_.empty();
+  p.create = may_create && !quiet ? std::min({need, room, affordable}) : 0;
   tokens_ -= p.create;
   making_ += p.create;
-  if (may_create && need > p.create && p.create < room) {
+  if (may_create && quiet && need > 0)
+    p.wake = quiet_until_;
+  if (may_create && !quiet && need > p.create && p.create < room) {
     // Short of tokens: look again when the next one is there.
     const double wait = (1.0 - tokens_) / s_.refill_per_second;
     p.wake = now + std::chrono::duration_cast<events::nanoseconds>(

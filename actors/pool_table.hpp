@@ -12,6 +12,8 @@
 //   pass `maximum`.
 // - Creates start at most `refill_per_second` (a token bucket holding one second's worth,
 //   at least one create).
+// - After a hit, creates wait k_claim_quiet while the pool still holds a ready sandbox (with
+//   none ready, the next claim would be a miss: they start at once).
 // - Ready sandboxes beyond the target (demand fell, or the settings shrank) are retired,
 //   oldest first; so are ready sandboxes of template content other than the content the
 //   pool's template stands for now (set_content: the template was rebuilt). A claim that asks
@@ -32,6 +34,11 @@ namespace sandboxd::actors {
 
 // Claims counted as demand: those of the last k_demand_window.
 inline constexpr std::chrono::seconds k_demand_window{10};
+// After a hit, creates wait this long while a sandbox is still ready: the claimed sandbox's
+// first exec (its caller's next call, milliseconds later) then does not share the CPU with
+// the runtime's create and start of its replacement (docs/performance.md, "Warm pools").
+// Later hits do not extend a wait, so no create waits longer than this.
+inline constexpr std::chrono::milliseconds k_claim_quiet{100};
 
 // What a pool reports (sandboxctl pool list, metrics).
 struct pool_figures {
@@ -104,6 +111,7 @@ private:
   double tokens_ = 1;
   events::time_point tokens_at_;
   std::deque<events::time_point> claims_; // in the demand window, oldest first
+  events::time_point quiet_until_{};      // creates wait until then (k_claim_quiet)
   pool_figures counts_;                   // the counters and last_error
 };
 

@@ -13,10 +13,19 @@
 //                       would add to every claim;
 //   refill_per_s_<runtime>    sandboxes a pool of 24 (rate 100/s) made running per second,
 //                       from empty to full (the node's create and start, its log and actors).
+// And where the first exec's time goes (p50s, ms, call to first output of `echo hi`):
+//   claim_first_exec_*   the first exec in a claimed sandbox (the refill the claim started
+//                        runs beside it); claim_second_exec_* the same exec again at once;
+//                        claim_settled_exec_* again once the pool is refilled and the node
+//                        idle; cold_first_exec_*, cold_settled_exec_* the same for a cold one;
+//   driver_first_exec_p50_ms_<runtime>, driver_second_exec_...  the driver alone (no node,
+//                        log or refill): a started sandbox left to settle, its first exec and
+//                        its second.
 // The last line (--json) is one JSON object with these keys; the keys without the template
 // (claim_to_first_output_p50_ms_crun, ...) are `base`'s, and the keys without a runtime
 // (claim_to_first_output_p50_ms, resume_p50_ms, refill_per_s, ...) the worst runtime's.
-// Usage: pool_bench [--json] [--iterations N] [--runtimes crun,runsc] [--templates base,python]
+// Usage: pool_bench [--json] [--driver-only] [--iterations N] [--runtimes crun,runsc]
+//                   [--templates base,python]   (--driver-only: the driver-alone figures only)
 #include "api/client.hpp"
 #include "runtime/oci_driver.hpp"
 #include "tests/support/guardian.hpp"
@@ -152,37 +161,38 @@ bool wait_ready(api::client& c, const std::string& prefix, std::uint32_t n,
   return false;
 }
 
-// One create -> first output of `echo hi`, and its two parts, in ms.
-struct timed_create {
-  double total = 0;  // create sent -> first output
-  double create = 0; // create sent -> answered
-};
-
-// create -> first output of `echo hi`; nullopt when the create was not what was asked for
-// (served from the pool, or cold).
-std::optional<timed_create> create_to_first_output(api::client& c, const std::string& tmpl,
-                                                   const std::string& runtime, bool pooled) {
-  api::create_options o;
-  o.template_name = tmpl;
-  o.runtime = runtime;
-  o.no_pool = !pooled;
-  const auto t0 = steady::now();
-  auto sb = must(c.create(o), "create");
-  const auto created = steady::now();
+// `exec echo hi` in `id`: ms from the call to its first output chunk; nullopt when it failed.
+std::optional<double> exec_to_first_output(api::client& c, const std::string& id) {
   std::optional<steady::time_point> first;
   api::exec_options e;
   e.argv = {"echo", "hi"};
-  auto r = must(c.exec(sb.id, e,
+  const auto t0 = steady::now();
+  auto r = must(c.exec(id, e,
                        [&](api::output_stream, std::string_view) {
                          if (!first)
                            first = steady::now();
                        }),
                 "exec echo hi");
-  must(c.remove(sb.id), "delete");
-  if (r.exit_code != 0 || !first || sb.from_pool != pooled)
+  if (r.exit_code != 0 || !first)
     return std::nullopt;
-  return timed_create{ms_between(t0, *first), ms_between(t0, created)};
+  return ms_between(t0, *first);
 }
+
+// One create -> first output of `echo hi`, its parts, and later execs in the same sandbox, in
+// ms: where the first exec's time goes (its own first-exec cost, or what runs beside it).
+struct timed_create {
+  double total = 0;        // create sent -> first output
+  double create = 0;       // create sent -> answered
+  double first_exec = 0;   // the first exec's call -> its first output
+  double second_exec = 0;  // the same exec again at once (the refill still running, if any)
+  double settled_exec = 0; // the same once the pool is refilled and the node idle
+};
+
+// create -> first output of `echo hi`; nullopt when the create was not what was asked for
+// (served from the pool, or cold). `prefix`: the pool's key, to wait for its refill.
+std::optional<timed_create> create_to_first_output(api::client& c, const std::string& tmpl,
+                                                   const std::string& runtime, bool pooled,
+                                                   const std::string& prefix);
 
 // The driver alone: a memory-paused sandbox resumed, `n` times.
 std::vector<double> resume_ms(runtime::oci_runtime kind, int n) {
@@ -209,6 +219,44 @@ std::vector<double> resume_ms(runtime::oci_runtime kind, int n) {
   return out;
 }
 
+// The driver alone, `n` sandboxes: each created and started, left to settle (its agent
+// connected, as a pool sandbox waits), then `echo hi` twice: ms from the call to the first
+// output of its first exec and of its second. What a first exec costs beyond a later one in
+// the driver and the agent, without the node, its log or a refill beside it.
+std::pair<std::vector<double>, std::vector<double>> driver_first_exec_ms(runtime::oci_runtime kind,
+                                                                         int n) {
+  test::temp_dir dir("pool-bench-first-exec");
+  runtime::oci_options oo;
+  oo.runtime = kind;
+  oo.data_dir = dir / "runtime";
+  runtime::oci_driver d(oo);
+  std::vector<double> first, second;
+  for (int i = 0; i < n; ++i) {
+    runtime::create_request r;
+    r.id = "first-exec-" + std::to_string(i);
+    if (!d.create(r) || !d.start(r.id))
+      throw std::runtime_error("the driver could not make a sandbox to exec in");
+    std::this_thread::sleep_for(300ms);
+    for (auto* out : {&first, &second}) {
+      runtime::exec_request e;
+      e.argv = {"echo", "hi"};
+      std::optional<steady::time_point> got;
+      e.on_output = [&](runtime::output_stream, std::string_view) {
+        if (!got)
+          got = steady::now();
+      };
+      const auto t0 = steady::now();
+      auto res = d.exec(r.id, e);
+      if (!res || res->exit_code != 0 || !got)
+        throw std::runtime_error("echo hi failed in the driver's sandbox");
+      out->push_back(ms_between(t0, *got));
+    }
+    d.remove(r.id);
+  }
+  d.drain_removals();
+  return {first, second};
+}
+
 // A pool of 24 at 100/s, from empty: sandboxes made running per second.
 double refill_per_second(api::client& c, const std::string& runtime) {
   api::pool_options p;
@@ -228,16 +276,108 @@ double refill_per_second(api::client& c, const std::string& runtime) {
   return 24 / s;
 }
 
+std::optional<timed_create> create_to_first_output(api::client& c, const std::string& tmpl,
+                                                   const std::string& runtime, bool pooled,
+                                                   const std::string& prefix) {
+  api::create_options o;
+  o.template_name = tmpl;
+  o.runtime = runtime;
+  o.no_pool = !pooled;
+  const auto t0 = steady::now();
+  auto sb = must(c.create(o), "create");
+  const auto created = steady::now();
+  auto first = exec_to_first_output(c, sb.id);
+  std::optional<timed_create> out;
+  if (first && sb.from_pool == pooled) {
+    out = timed_create{ms_between(t0, created) + *first, ms_between(t0, created), *first, 0, 0};
+    out->second_exec = exec_to_first_output(c, sb.id).value_or(0);
+    wait_ready(c, prefix, 2, 120s);
+    std::this_thread::sleep_for(50ms);
+    out->settled_exec = exec_to_first_output(c, sb.id).value_or(0);
+  }
+  must(c.remove(sb.id), "delete");
+  return out;
+}
+
+// The figures through a daemon of its own (all but the driver-alone ones).
+void daemon_figures(const std::string& config, const std::string& runtime_flag,
+                    const std::vector<std::string>& runtimes,
+                    const std::vector<std::string>& templates, int iterations, bool json,
+                    std::map<std::string, double>& figures) {
+  daemon_process d(config, runtime_flag);
+  auto c = must(api::client::connect({d.address(), d.token()}), "connect");
+  for (const auto& rt : runtimes) {
+    for (const auto& t : templates) {
+      const std::string prefix = t + "/" + rt + "/";
+      // The stock python template's first build happens here (minutes, once per machine).
+      if (!wait_ready(c, prefix, 2, 900s))
+        throw std::runtime_error("pool " + prefix + " did not fill: " +
+                                 pool_of(c, prefix).value_or(api::pool_info{}).last_error);
+      std::vector<double> warm, warm_create, cold, first_exec, second_exec, settled_exec;
+      std::vector<double> cold_first_exec, cold_settled_exec;
+      create_to_first_output(c, t, rt, true, prefix); // warms the daemon's paths (not counted)
+      for (int i = 0; i < iterations; ++i) {
+        wait_ready(c, prefix, 2, 120s);
+        std::this_thread::sleep_for(50ms); // the refill's own work out of the way
+        if (auto ms = create_to_first_output(c, t, rt, true, prefix)) {
+          warm.push_back(ms->total);
+          warm_create.push_back(ms->create);
+          first_exec.push_back(ms->first_exec);
+          second_exec.push_back(ms->second_exec);
+          settled_exec.push_back(ms->settled_exec);
+        }
+        if (i < std::max(5, iterations / 3))
+          if (auto ms = create_to_first_output(c, t, rt, false, prefix)) {
+            cold.push_back(ms->total);
+            cold_first_exec.push_back(ms->first_exec);
+            cold_settled_exec.push_back(ms->settled_exec);
+          }
+      }
+      const std::string suffix = "_" + rt + "_" + t;
+      figures["claim_to_first_output_p50_ms" + suffix] = percentile(warm, 0.5);
+      figures["claim_to_first_output_p99_ms" + suffix] = percentile(warm, 0.99);
+      figures["cold_create_to_first_output_p50_ms" + suffix] = percentile(cold, 0.5);
+      figures["claim_create_p50_ms" + suffix] = percentile(warm_create, 0.5);
+      figures["claim_first_exec_p50_ms" + suffix] = percentile(first_exec, 0.5);
+      figures["claim_second_exec_p50_ms" + suffix] = percentile(second_exec, 0.5);
+      figures["claim_settled_exec_p50_ms" + suffix] = percentile(settled_exec, 0.5);
+      figures["cold_first_exec_p50_ms" + suffix] = percentile(cold_first_exec, 0.5);
+      figures["cold_settled_exec_p50_ms" + suffix] = percentile(cold_settled_exec, 0.5);
+      if (t == "base") {
+        figures["claim_to_first_output_p50_ms_" + rt] = percentile(warm, 0.5);
+        figures["claim_to_first_output_p99_ms_" + rt] = percentile(warm, 0.99);
+        figures["cold_create_to_first_output_p50_ms_" + rt] = percentile(cold, 0.5);
+      }
+      if (!json)
+        std::printf("%-6s %-7s claim->first output p50 %.1f ms p99 %.1f ms (%zu; the create "
+                    "%.1f ms of it); cold p50 %.1f ms (%zu)\n",
+                    rt.c_str(), t.c_str(), percentile(warm, 0.5), percentile(warm, 0.99),
+                    warm.size(), percentile(warm_create, 0.5), percentile(cold, 0.5), cold.size());
+      if (!json)
+        std::printf("%-6s %-7s   exec->first output p50: first %.1f, again at once %.1f, "
+                    "once refilled %.1f ms; cold: first %.1f, once settled %.1f ms\n",
+                    rt.c_str(), t.c_str(), percentile(first_exec, 0.5),
+                    percentile(second_exec, 0.5), percentile(settled_exec, 0.5),
+                    percentile(cold_first_exec, 0.5), percentile(cold_settled_exec, 0.5));
+    }
+    figures["refill_per_s_" + rt] = refill_per_second(c, rt);
+    if (!json)
+      std::printf("%-6s refill %.1f sandboxes/s\n", rt.c_str(), figures["refill_per_s_" + rt]);
+  }
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
-  bool json = false;
+  bool json = false, driver_only = false;
   int iterations = 30;
   std::vector<std::string> runtimes, templates{"base", "python"};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--json")
       json = true;
+    else if (a == "--driver-only")
+      driver_only = true;
     else if (a == "--iterations" && i + 1 < argc)
       iterations = std::max(5, std::atoi(argv[++i]));
     else if (a == "--runtimes" && i + 1 < argc)
@@ -245,8 +385,8 @@ int main(int argc, char** argv) {
     else if (a == "--templates" && i + 1 < argc)
       templates = split(argv[++i]);
     else {
-      std::fprintf(stderr, "usage: pool_bench [--json] [--iterations N] [--runtimes crun,runsc] "
-                           "[--templates base,python]\n");
+      std::fprintf(stderr, "usage: pool_bench [--json] [--driver-only] [--iterations N] "
+                           "[--runtimes crun,runsc] [--templates base,python]\n");
       return 2;
     }
   }
@@ -263,49 +403,8 @@ int main(int argc, char** argv) {
   }
   std::map<std::string, double> figures;
   try {
-    daemon_process d(config, runtime_flag);
-    auto c = must(api::client::connect({d.address(), d.token()}), "connect");
-    for (const auto& rt : runtimes) {
-      for (const auto& t : templates) {
-        const std::string prefix = t + "/" + rt + "/";
-        // The stock python template's first build happens here (minutes, once per machine).
-        if (!wait_ready(c, prefix, 2, 900s))
-          throw std::runtime_error("pool " + prefix + " did not fill: " +
-                                   pool_of(c, prefix).value_or(api::pool_info{}).last_error);
-        std::vector<double> warm, warm_create, cold;
-        create_to_first_output(c, t, rt, true); // warms the daemon's paths (not counted)
-        for (int i = 0; i < iterations; ++i) {
-          wait_ready(c, prefix, 2, 120s);
-          std::this_thread::sleep_for(50ms); // the refill's own work out of the way
-          if (auto ms = create_to_first_output(c, t, rt, true)) {
-            warm.push_back(ms->total);
-            warm_create.push_back(ms->create);
-          }
-          if (i < std::max(5, iterations / 3))
-            if (auto ms = create_to_first_output(c, t, rt, false))
-              cold.push_back(ms->total);
-        }
-        const std::string suffix = "_" + rt + "_" + t;
-        figures["claim_to_first_output_p50_ms" + suffix] = percentile(warm, 0.5);
-        figures["claim_to_first_output_p99_ms" + suffix] = percentile(warm, 0.99);
-        figures["cold_create_to_first_output_p50_ms" + suffix] = percentile(cold, 0.5);
-        figures["claim_create_p50_ms" + suffix] = percentile(warm_create, 0.5);
-        if (t == "base") {
-          figures["claim_to_first_output_p50_ms_" + rt] = percentile(warm, 0.5);
-          figures["claim_to_first_output_p99_ms_" + rt] = percentile(warm, 0.99);
-          figures["cold_create_to_first_output_p50_ms_" + rt] = percentile(cold, 0.5);
-        }
-        if (!json)
-          std::printf("%-6s %-7s claim->first output p50 %.1f ms p99 %.1f ms (%zu; the create "
-                      "%.1f ms of it); cold p50 %.1f ms (%zu)\n",
-                      rt.c_str(), t.c_str(), percentile(warm, 0.5), percentile(warm, 0.99),
-                      warm.size(), percentile(warm_create, 0.5), percentile(cold, 0.5),
-                      cold.size());
-      }
-      figures["refill_per_s_" + rt] = refill_per_second(c, rt);
-      if (!json)
-        std::printf("%-6s refill %.1f sandboxes/s\n", rt.c_str(), figures["refill_per_s_" + rt]);
-    }
+    if (!driver_only)
+      daemon_figures(config, runtime_flag, runtimes, templates, iterations, json, figures);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "pool_bench: %s\n", e.what());
     return 1;
@@ -314,6 +413,14 @@ int main(int argc, char** argv) {
     auto r = resume_ms(rt == "crun" ? runtime::oci_runtime::crun : runtime::oci_runtime::runsc,
                        std::max(10, iterations / 2));
     figures["resume_p50_ms_" + rt] = percentile(r, 0.5);
+    auto [first, second] =
+      driver_first_exec_ms(rt == "crun" ? runtime::oci_runtime::crun : runtime::oci_runtime::runsc,
+                           std::max(10, iterations / 2));
+    figures["driver_first_exec_p50_ms_" + rt] = percentile(first, 0.5);
+    figures["driver_second_exec_p50_ms_" + rt] = percentile(second, 0.5);
+    if (!json)
+      std::printf("%-6s driver alone, exec->first output p50: first exec %.1f ms, second %.1f ms\n",
+                  rt.c_str(), percentile(first, 0.5), percentile(second, 0.5));
     if (!json)
       std::printf("%-6s driver resume of a frozen sandbox p50 %.1f ms\n", rt.c_str(),
                   percentile(r, 0.5));

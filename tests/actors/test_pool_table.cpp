@@ -187,6 +187,34 @@ BOOST_AUTO_TEST_CASE(a_create_started_before_a_rebuild_is_retired_when_made) {
   BOOST_TEST(*sim.table.take("tpl-2", sim.now) == "new-1");
 }
 
+// A hit holds refills back k_claim_quiet while a sandbox is still ready (the claimed one's
+// first exec runs alone), never longer, and not at all once nothing is ready.
+BOOST_AUTO_TEST_CASE(a_hit_holds_refills_back_for_the_quiet_time_only) {
+  pool_sim sim(settings(3, 3, 1000));
+  sim.run_for(50ms);
+  BOOST_TEST_REQUIRE(sim.table.figures(sim.now).ready == 3u);
+  const auto hit = sim.now;
+  BOOST_TEST(sim.table.take("tpl-1", sim.now).has_value());
+  auto p = sim.step(false);
+  BOOST_TEST(p.create == 0u, "a refill beside the claimed sandbox's first exec");
+  BOOST_TEST_REQUIRE(p.wake.has_value());
+  BOOST_TEST((*p.wake == hit + k_claim_quiet));
+  // A second hit within the quiet time does not extend it.
+  sim.now += k_claim_quiet / 2;
+  BOOST_TEST(sim.table.take("tpl-1", sim.now).has_value());
+  BOOST_TEST(sim.step(false).create == 0u);
+  sim.now = hit + k_claim_quiet;
+  p = sim.step(false);
+  BOOST_TEST(p.create > 0u, "the refill starts when the quiet time ends");
+}
+
+BOOST_AUTO_TEST_CASE(with_nothing_ready_after_a_hit_the_refill_starts_at_once) {
+  pool_sim sim(settings(1, 1, 1000));
+  sim.run_for(50ms);
+  BOOST_TEST(sim.table.take("tpl-1", sim.now).has_value());
+  BOOST_TEST(sim.step(false).create == 1u);
+}
+
 BOOST_AUTO_TEST_CASE(failed_creates_are_counted_and_made_again) {
   pool_sim sim(settings(2, 2, 1000));
   auto p = sim.step(false);
