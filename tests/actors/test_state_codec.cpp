@@ -73,7 +73,8 @@ BOOST_AUTO_TEST_CASE(a_state_survives_encoding) {
 }
 
 // A warm pool's sandbox mid-claim (docs/pools.md): its pool key, its claiming tenant and
-// status survive a snapshot.
+// status survive a snapshot. The claim carries an environment (one without is complete at
+// once: never `claiming`).
 BOOST_AUTO_TEST_CASE(a_pool_sandbox_in_the_middle_of_a_claim_survives_encoding) {
   ac::sandbox_state s = ac::initial_state("sb-pooled");
   const auto now = ev::time_point(ev::nanoseconds(1'700'000'000'000'000'000));
@@ -85,6 +86,7 @@ BOOST_AUTO_TEST_CASE(a_pool_sandbox_in_the_middle_of_a_claim_survives_encoding) 
   ev::claim_requested claim;
   claim.labels = {{"task", "t"}};
   claim.client_request_id = "req-claim";
+  claim.env = {{"TASK", "t", false, std::nullopt}};
   apply(user(cmd::claim{claim}, "acme"));
   BOOST_TEST_REQUIRE((s.status == ac::sandbox_status::claiming));
   ac::recovered_sandbox r;
