@@ -1,6 +1,7 @@
 #include "actors/control_plane.hpp"
 
 #include "actors/actor_context.hpp"
+#include "actors/pool_actor.hpp"
 #include "actors/sandbox_directory.hpp"
 #include "actors/state_snapshot.hpp"
 
@@ -37,6 +38,7 @@ struct control_plane::impl {
   std::unique_ptr<worker_pool> exec_pool;
   std::unique_ptr<timer_queue> timers;
   std::unique_ptr<timer_queue> wakeups;
+  std::unique_ptr<timer_queue> pool_wakeups; // on the system clock, by pool key
   actor_context ctx;
   caf::actor_system_config config;
   std::unique_ptr<caf::actor_system> system;
@@ -51,10 +53,58 @@ struct control_plane::impl {
   // commands; `reporting` is cleared, under its lock, before the actors go.
   std::mutex report_mu;
   bool reporting = false;
+  // The warm pools by key text; retired ones drain and stop on their own, kept to be stopped
+  // with the rest.
+  std::mutex pools_mu;
+  std::map<std::string, pool_handle> pools;
+  std::vector<pool_handle> retired_pools;
 
   void run_snapshotter();
   void report_failure(const std::string& id, const std::string& reason);
+  std::optional<pool_handle> pool_of(const std::string& key);
+  void start_pools(const std::vector<recovered_entry>& found);
 };
+
+std::optional<pool_handle> control_plane::impl::pool_of(const std::string& key) {
+  std::lock_guard g(pools_mu);
+  auto it = pools.find(key);
+  if (it == pools.end())
+    return std::nullopt;
+  return it->second;
+}
+
+// The configured pools, with the running pool sandboxes recovery found of their keys; every
+// other unclaimed pool sandbox (of a pool no longer configured, or not running) is deleted.
+void control_plane::impl::start_pools(const std::vector<recovered_entry>& found) {
+  std::map<std::string, std::vector<adopted_sandbox>> adopted;
+  std::vector<std::string> orphans;
+  std::map<std::string, const pool_settings*> wanted;
+  for (const auto& s : options.pools)
+    wanted[to_string(s.key)] = &s;
+  for (const auto& e : found) {
+    if (e.pool.empty() || e.status == sandbox_status::deleted)
+      continue;
+    if (e.status == sandbox_status::running && wanted.count(e.pool))
+      adopted[e.pool].push_back({e.sandbox_id, e.template_id});
+    else
+      orphans.push_back(e.sandbox_id);
+  }
+  pool_services services{&ctx, directory, options.pool_spec, pool_wakeups.get()};
+  std::lock_guard g(pools_mu);
+  for (const auto& [key, s] : wanted)
+    pools[key] = spawn_pool_actor(*system, services, *s, std::move(adopted[key]));
+  for (const auto& id : orphans) {
+    auto r = std::make_shared<request>();
+    r->sandbox_id = id;
+    r->cmd.tenant = std::string(events::k_pool_tenant);
+    r->cmd.principal = "pool";
+    r->cmd.correlation_id = "pool-recovery";
+    r->cmd.body = cmd::remove{};
+    r->when = reply_when::durable;
+    r->done = [](command_reply) {};
+    caf::anon_send(directory, cmd_atom::value, request_ptr{std::move(r)});
+  }
+}
 
 void control_plane::impl::report_failure(const std::string& id, const std::string& reason) {
   std::lock_guard g(report_mu);
@@ -190,15 +240,32 @@ control_plane::control_plane(control_plane_options options) : impl_(std::make_un
     },
     std::chrono::milliseconds(1000));
   m.ctx.wakeups = m.wakeups.get();
+  m.pool_wakeups = std::make_unique<timer_queue>(
+    [] {
+      return std::chrono::time_point_cast<events::nanoseconds>(std::chrono::system_clock::now());
+    },
+    [mp](const std::string& key, timer_kind, events::time_point) {
+      if (auto p = mp->pool_of(key))
+        caf::anon_send(*p, pool_tick_atom::value);
+    },
+    std::chrono::milliseconds(1000));
   m.ctx.template_use = m.options.template_use;
   if (m.ctx.template_use)
     for (const auto& e : recovered.sandboxes)
       if (!e.template_id.empty() && e.status != sandbox_status::absent &&
           e.status != sandbox_status::deleted)
         m.ctx.template_use(e.sandbox_id, e.template_id, true);
+  for (const auto& s : m.options.pools)
+    if (auto why = check(s))
+      throw std::invalid_argument("control_plane: " + *why);
+  std::vector<recovered_entry> pool_sandboxes;
+  for (const auto& e : recovered.sandboxes)
+    if (!e.pool.empty())
+      pool_sandboxes.push_back({e.sandbox_id, e.status, {}, {}, {}, e.template_id, e.pool});
   auto seed = std::make_shared<directory_seed>();
   seed->sandboxes = std::move(recovered.sandboxes);
   m.directory = spawn_sandbox_directory(*m.system, &m.ctx, seed);
+  m.start_pools(pool_sandboxes);
   if (m.options.snapshot_every_records > 0)
     m.snapshotter = std::thread([mp] { mp->run_snapshotter(); });
   {
@@ -225,9 +292,23 @@ control_plane::~control_plane() {
   m.stop_cv.notify_all();
   if (m.snapshotter.joinable())
     m.snapshotter.join();
-  // Actors first: they use the timer queues, the pool and the journal until they stop.
+  // Actors first: they use the timer queues, the pool and the journal until they stop. The
+  // pools first of all: they send to the directory.
+  {
+    std::lock_guard g(m.pools_mu);
+    for (auto& [key, p] : m.pools)
+      caf::anon_send(p, stop_atom::value);
+    for (auto& p : m.retired_pools)
+      caf::anon_send(p, stop_atom::value);
+  }
   caf::anon_send(m.directory, stop_atom::value);
   m.system->await_all_actors_done();
+  m.pool_wakeups.reset();
+  {
+    std::lock_guard g(m.pools_mu);
+    m.pools.clear();
+    m.retired_pools.clear();
+  }
   m.timers.reset();
   m.wakeups.reset();
   m.exec_pool.reset();
@@ -304,6 +385,131 @@ void control_plane::query(std::string sandbox_id, std::string tenant, reply_fn d
   r->query = true;
   r->done = std::move(done);
   caf::anon_send(impl_->directory, cmd_atom::value, request_ptr{std::move(r)});
+}
+
+std::optional<events::error> control_plane::set_pool(const pool_settings& s) {
+  auto& m = *impl_;
+  if (auto why = check(s))
+    return events::make_error(events::errc::invalid_argument, *why);
+  if (!m.ctx.driver_for(s.key.runtime))
+    return events::make_error(events::errc::invalid_argument,
+                              "pool " + to_string(s.key) + ": runtime " +
+                                events::to_string(s.key.runtime) + " is not on this node");
+  const auto key = to_string(s.key);
+  std::lock_guard g(m.pools_mu);
+  auto it = m.pools.find(key);
+  if (it != m.pools.end()) {
+    caf::anon_send(it->second, pool_set_atom::value,
+                   settings_ptr{std::make_shared<pool_settings>(s), false});
+    return std::nullopt;
+  }
+  pool_services services{&m.ctx, m.directory, m.options.pool_spec, m.pool_wakeups.get()};
+  m.pools[key] = spawn_pool_actor(*m.system, services, s, {});
+  return std::nullopt;
+}
+
+bool control_plane::remove_pool(const pool_key& key) {
+  auto& m = *impl_;
+  std::lock_guard g(m.pools_mu);
+  auto it = m.pools.find(to_string(key));
+  if (it == m.pools.end())
+    return false;
+  pool_settings none;
+  none.key = key;
+  caf::anon_send(it->second, pool_set_atom::value,
+                 settings_ptr{std::make_shared<pool_settings>(none), true});
+  m.retired_pools.push_back(it->second);
+  m.pools.erase(it);
+  return true;
+}
+
+void control_plane::take_from_pool(const pool_key& key, std::string content_id,
+                                   std::function<void(std::optional<std::string>)> done) {
+  auto p = impl_->pool_of(to_string(key));
+  if (!p) {
+    done(std::nullopt);
+    return;
+  }
+  caf::anon_send(
+    *p, pool_take_atom::value,
+    take_ptr{std::make_shared<take_request>(take_request{std::move(content_id), std::move(done)})});
+}
+
+void control_plane::return_to_pool(const pool_key& key, std::string sandbox_id,
+                                   std::string content_id, bool discard) {
+  auto p = impl_->pool_of(to_string(key));
+  if (p) {
+    caf::anon_send(*p, pool_give_atom::value, std::move(sandbox_id), std::move(content_id),
+                   discard);
+    return;
+  }
+  // The pool is gone: its sandbox is not kept either (never claimed, so the pool tenant's).
+  auto r = std::make_shared<request>();
+  r->sandbox_id = std::move(sandbox_id);
+  r->cmd.tenant = std::string(events::k_pool_tenant);
+  r->cmd.principal = "pool";
+  r->cmd.body = cmd::remove{};
+  r->when = reply_when::durable;
+  r->done = [](command_reply) {};
+  send(std::move(r));
+}
+
+std::vector<pool_figures> control_plane::pools(std::chrono::milliseconds limit) {
+  std::vector<pool_handle> all;
+  {
+    std::lock_guard g(impl_->pools_mu);
+    for (const auto& [key, p] : impl_->pools)
+      all.push_back(p);
+  }
+  struct gathered {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::vector<pool_figures> figures;
+  };
+  auto got = std::make_shared<gathered>();
+  for (const auto& p : all)
+    caf::anon_send(
+      p, pool_figures_atom::value,
+      figures_ptr{std::make_shared<std::function<void(pool_figures)>>([got](pool_figures f) {
+        std::lock_guard g(got->mu);
+        got->figures.push_back(std::move(f));
+        got->cv.notify_all();
+      })});
+  std::unique_lock l(got->mu);
+  got->cv.wait_for(l, limit, [&] { return got->figures.size() == all.size(); });
+  auto out = got->figures;
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.key < b.key; });
+  return out;
+}
+
+bool control_plane::drain_pools(std::chrono::milliseconds limit) {
+  {
+    std::lock_guard g(impl_->pools_mu);
+    for (auto& [key, p] : impl_->pools) {
+      // Its settings with size and maximum 0, made from its own figures (on its thread).
+      caf::anon_send(
+        p, pool_figures_atom::value,
+        figures_ptr{std::make_shared<std::function<void(pool_figures)>>([p = p](pool_figures f) {
+          auto empty = f.settings;
+          empty.size = 0;
+          empty.maximum = 0;
+          caf::anon_send(p, pool_set_atom::value,
+                         settings_ptr{std::make_shared<pool_settings>(empty), false});
+        })});
+    }
+  }
+  const auto until = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    const auto all = pools(std::chrono::milliseconds(500));
+    const bool drained = std::all_of(all.begin(), all.end(), [](const pool_figures& f) {
+      return f.settings.maximum == 0 && f.ready == 0 && f.making == 0 && f.deleting == 0;
+    });
+    if (drained)
+      return true;
+    if (std::chrono::steady_clock::now() >= until)
+      return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
 }
 
 const recovery_report& control_plane::recovery() const {

@@ -44,6 +44,7 @@
 #include "actors/command_reply.hpp"
 #include "actors/directory_stats.hpp"
 #include "actors/op_result.hpp"
+#include "actors/pool_table.hpp"
 #include "actors/recovery.hpp"
 #include "actors/timer_queue.hpp"
 #include "base/sha256.hpp"
@@ -95,6 +96,11 @@ struct control_plane_options {
   // A background snapshot is taken whenever this many records were appended since the
   // last one; 0 disables them (snapshot_now still works).
   std::uint64_t snapshot_every_records = 500000;
+  // Warm pools to keep from the start (docs/pools.md); set_pool changes them later.
+  std::vector<pool_settings> pools;
+  // How a pool's key becomes the spec its sandboxes are created with (the template's
+  // content); empty: the key alone, with no template content.
+  pool_spec_fn pool_spec;
 };
 
 struct request;
@@ -194,6 +200,31 @@ public:
                    op_done<events::file_op_finished> done);
   void rename_path(std::string sandbox_id, caller who, std::string from, std::string to,
                    op_done<events::file_op_finished> done);
+
+  // --- warm pools (docs/pools.md) ----------------------------------------------------------
+  // Starts the pool of `s.key`, or gives an existing one these settings; invalid_argument
+  // for settings check() refuses or a runtime the node does not have.
+  std::optional<events::error> set_pool(const pool_settings& s);
+  // Ends the pool of `key`: it makes no more sandboxes, deletes its ready ones and goes once
+  // its creates in flight are answered. False when there is no such pool.
+  bool remove_pool(const pool_key& key);
+  // A ready sandbox of the pool of `key` made of template content `content_id`, handed out
+  // once: `done` gets its id, or nullopt when there is none (or no such pool). `done` runs on
+  // an actor's thread (quick, never blocking). The caller claims it (cmd::claim), or says
+  // why not with return_to_pool.
+  void take_from_pool(const pool_key& key, std::string content_id,
+                      std::function<void(std::optional<std::string>)> done);
+  // A taken sandbox whose claim was never sent (`discard` false: ready again), or whose claim
+  // was refused (`discard` true: the pool deletes it).
+  void return_to_pool(const pool_key& key, std::string sandbox_id, std::string content_id,
+                      bool discard);
+  // What every pool holds, in key order; pools that do not answer within `limit` are left out.
+  std::vector<pool_figures> pools(std::chrono::milliseconds limit = std::chrono::seconds(5));
+  // For a clean stop: every pool makes nothing more and deletes its ready sandboxes; returns
+  // once their deletes settled (true) or `limit` passed (false). The pools stay, empty. A pool
+  // sandbox holds no tenant's data, and deleted it holds nothing of the host's either (after a
+  // crash they are adopted instead).
+  bool drain_pools(std::chrono::milliseconds limit);
 
   const recovery_report& recovery() const;
   // What the directory reports; `answered` is false when it did not within `limit` (a

@@ -38,6 +38,7 @@ namespace {
 std::string advice(const sandbox_state& s) {
   switch (s.status) {
   case status::creating:
+  case status::claiming:
     return "wait until it is running";
   case status::pausing:
     return "wait until it is paused";
@@ -92,7 +93,9 @@ emitter& emitter::add(events::payload p) {
   e.sequence = s_.sequence + out_.size() + 1;
   e.sandbox_id = s_.sandbox_id;
   e.event_id = s_.sandbox_id + ":" + std::to_string(e.sequence);
-  e.tenant = s_.status == status::absent ? c_.tenant : s_.tenant;
+  // A claim hands the sandbox to the claiming tenant: its own events are that tenant's.
+  const bool claim = std::holds_alternative<cmd::claim>(c_.body);
+  e.tenant = s_.status == status::absent || claim ? c_.tenant : s_.tenant;
   e.principal = c_.principal;
   e.occurred_at = now_;
   e.correlation_id = c_.correlation_id;

@@ -9,6 +9,8 @@
 //   directory <- (stats_atom, stats_ptr)                  control_plane::stats
 //   directory <- (idle_atom, id)                          a passivation check is due
 //   directory <- (retry_atom, id)                         a retry's backoff is over
+//   directory <- (forget_atom, key, id)                   a claim was refused: its client
+//                                                         request id no longer names `id`
 //   directory <- (stop_atom)                              the control plane stops
 //   actor     <- (cmd_atom, request_ptr) | (timer_atom, kind, deadline_ns)  via directory
 //   actor     <- (idle_atom) | (retry_atom)               via directory: passivate if idle;
@@ -48,6 +50,7 @@ using idle_atom = caf::atom_constant<caf::atom("sbidle")>;
 using stop_atom = caf::atom_constant<caf::atom("sbstop")>;
 using landed_atom = caf::atom_constant<caf::atom("sblanded")>;
 using retry_atom = caf::atom_constant<caf::atom("sbretry")>;
+using forget_atom = caf::atom_constant<caf::atom("sbforget")>;
 
 // Payloads travel by shared pointer: one allocation, no copy per hop.
 struct request_ptr {
@@ -80,7 +83,9 @@ using directory_handle =
                    caf::reacts_to<timer_atom, std::string, std::uint8_t, std::int64_t>,
                    caf::reacts_to<passive_atom, std::string, std::uint64_t, offsets_ptr>,
                    caf::reacts_to<stats_atom, stats_ptr>, caf::reacts_to<idle_atom, std::string>,
-                   caf::reacts_to<retry_atom, std::string>, caf::reacts_to<stop_atom>>;
+                   caf::reacts_to<retry_atom, std::string>,
+                   caf::reacts_to<forget_atom, std::string, std::string>,
+                   caf::reacts_to<stop_atom>>;
 
 } // namespace sandboxd::actors
 

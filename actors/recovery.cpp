@@ -257,6 +257,8 @@ recovery_outcome recover(events::event_log& log, const recovery_drivers& drivers
       e.offsets = std::move(r.offsets);
       e.due = next_deadlines(r.state);
       e.template_id = r.state.spec.content.id;
+      if (unclaimed_pool_sandbox(r.state))
+        e.pool = r.state.spec.pool;
       if (!r.state.spec.client_request_id.empty())
         e.idempotency_key = idempotency_key(r.state.tenant, r.state.spec.client_request_id);
       if (is_live(e.status))

@@ -35,6 +35,7 @@ struct recovered_entry {
   deadlines due;
   std::string idempotency_key; // empty without a client request id
   std::string template_id;     // the template its root filesystem is made of (created.content)
+  std::string pool;            // an unclaimed pool sandbox's pool key (docs/pools.md); else ""
 };
 
 struct recovery_report {

@@ -30,6 +30,31 @@ bool half_made(runtime::driver& d, const std::string& id) {
 
 } // namespace
 
+std::optional<std::vector<std::pair<std::string, std::string>>>
+environment_of(const sandbox_state& s, const secret_values& secrets) {
+  // The template's environment (created.content); the sandbox's own variables override the
+  // template's of the same name.
+  std::vector<std::pair<std::string, std::string>> env;
+  for (const auto& v : s.spec.content.env) {
+    bool overridden = false;
+    for (const auto& own : s.spec.env)
+      overridden = overridden || own.name == v.name;
+    if (!overridden && !v.secret)
+      env.emplace_back(v.name, v.value);
+  }
+  for (const auto& v : s.spec.env) {
+    if (!v.secret) {
+      env.emplace_back(v.name, v.value);
+      continue;
+    }
+    auto it = secrets.find(v.name);
+    if (it == secrets.end())
+      return std::nullopt;
+    env.emplace_back(v.name, it->second);
+  }
+  return env;
+}
+
 std::optional<runtime::create_request> create_request_of(const sandbox_state& s,
                                                          const secret_values& secrets) {
   runtime::create_request r;
@@ -44,27 +69,12 @@ std::optional<runtime::create_request> create_request_of(const sandbox_state& s,
   r.limits.disk_bytes = std::uint64_t{s.spec.limits.disk_mib} << 20;
   r.network = s.spec.network.mode == events::network_mode::none ? runtime::network_policy::none
                                                                 : runtime::network_policy::outbound;
-  // The template's layers and environment (created.content); the sandbox's own variables
-  // override the template's of the same name.
   for (const auto& l : s.spec.content.layers)
     r.layers.push_back(to_hex(l));
-  for (const auto& v : s.spec.content.env) {
-    bool overridden = false;
-    for (const auto& own : s.spec.env)
-      overridden = overridden || own.name == v.name;
-    if (!overridden && !v.secret)
-      r.env.emplace_back(v.name, v.value);
-  }
-  for (const auto& v : s.spec.env) {
-    if (!v.secret) {
-      r.env.emplace_back(v.name, v.value);
-      continue;
-    }
-    auto it = secrets.find(v.name);
-    if (it == secrets.end())
-      return std::nullopt;
-    r.env.emplace_back(v.name, it->second);
-  }
+  auto env = environment_of(s, secrets);
+  if (!env)
+    return std::nullopt;
+  r.env = std::move(*env);
   return r;
 }
 
@@ -148,6 +158,19 @@ command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtim
     if (!r && r.code() != runtime::errc::not_found)
       return failed_with("remove", r.err());
     return cmd::runtime_deleted{u ? u->writable_bytes : 0};
+  }
+  case events::runtime_step::claiming: {
+    // The claim's environment replaces the pool's (none) in the driver's record; the sandbox
+    // runs on as it is (nothing of it changes but what later execs see).
+    auto env = environment_of(s, secrets);
+    if (!env)
+      return cmd::runtime_failed{"the values of its secret env variables were lost in a restart "
+                                 "of sandboxd before the claim was applied (the log keeps none "
+                                 "of them); delete it and create it again"};
+    auto r = d.set_env(id, *env);
+    if (!r)
+      return failed_with("claim", r.err());
+    return cmd::runtime_claimed{};
   }
   case events::runtime_step::running:
     break;

@@ -16,6 +16,7 @@
 //   pausing   pause + usage   -> runtime_paused   | runtime_failed
 //   resuming  resume          -> runtime_resumed  | runtime_failed
 //   deleting  usage + remove  -> runtime_deleted  | runtime_failed
+//   claiming  set_env         -> runtime_claimed  | runtime_failed
 #pragma once
 
 #include "actors/sandbox_machine.hpp"
@@ -48,6 +49,12 @@ using secret_values = std::map<std::string, std::string>;
 // fails (the values cannot be recovered from the log).
 command_body run_step(runtime::driver& d, const sandbox_state& s, events::runtime_step step,
                       const secret_values& secrets = {});
+
+// The environment every exec of the sandbox sees: the template's, then the sandbox's own
+// (created's, or its claim's) over it, secret values from `secrets`; empty when a secret's
+// value is missing there.
+std::optional<std::vector<std::pair<std::string, std::string>>>
+environment_of(const sandbox_state& s, const secret_values& secrets = {});
 
 // The runtime's create request for a sandbox's spec (secret values from `secrets`); empty
 // when a secret's value is missing there.

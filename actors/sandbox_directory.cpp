@@ -7,7 +7,10 @@
 //   received (`forwarded == received`), so no command is ever lost to a passivation; later
 //   commands go to a fresh actor rebuilt from the log.
 // - The idempotent-create index maps (tenant, client request id) to the sandbox id the
-//   first create chose; it is rebuilt from the `created` events at recovery.
+//   first create chose; it is rebuilt from the `created` events at recovery. A claim
+//   (docs/pools.md) enters its pool sandbox's id under the claiming tenant's request id; a
+//   claim that is refused takes it out again (it made nothing the tenant's), so the cold
+//   create the server falls back to is free to use the request id.
 #include "actors/sandbox_directory.hpp"
 
 #include "actors/sandbox_actor.hpp"
@@ -61,6 +64,28 @@ const sandbox_actor_handle& actor_of(directory_t self, const std::string& id, di
   return e.actor;
 }
 
+// A claim with a client request id: to the sandbox that id already names (a retried create),
+// or it names the claimed sandbox from now on — unless the claim is refused.
+void route_claim(directory_t self, request& req) {
+  auto& st = self->state;
+  const auto& crid = std::get<cmd::claim>(req.cmd.body).claim.client_request_id;
+  if (crid.empty())
+    return;
+  auto key = idempotency_key(req.cmd.tenant, crid);
+  if (auto known = st.by_request.find(key); known != st.by_request.end()) {
+    req.sandbox_id = known->second;
+    return;
+  }
+  st.by_request.emplace(key, req.sandbox_id);
+  req.done = [dir = caf::actor_cast<directory_handle>(self), key, id = req.sandbox_id,
+              done = std::move(req.done)](command_reply reply) {
+    if (!reply.ok())
+      caf::anon_send(dir, forget_atom::value, key, id);
+    if (done)
+      done(std::move(reply));
+  };
+}
+
 void route(directory_t self, request_ptr& r) {
   auto& st = self->state;
   auto& req = *r.value;
@@ -89,6 +114,12 @@ void route(directory_t self, request_ptr& r) {
       return;
     }
     it = st.sandboxes.emplace(req.sandbox_id, directory_entry{}).first;
+  }
+  if (!req.query && std::holds_alternative<cmd::claim>(req.cmd.body)) {
+    route_claim(self, req);
+    it = st.sandboxes.find(req.sandbox_id);
+    if (it == st.sandboxes.end())
+      return; // the index names only sandboxes the directory has: cannot happen
   }
   auto& e = it->second;
   const auto& a = actor_of(self, it->first, e);
@@ -150,6 +181,11 @@ directory_handle spawn_sandbox_directory(caf::actor_system& sys, actor_context* 
         const auto& a = actor_of(self, it->first, e);
         ++e.forwarded;
         self->send(a, timer_atom::value, kind, deadline_ns);
+      },
+      [=](forget_atom, const std::string& key, const std::string& id) {
+        auto& st = self->state;
+        if (auto it = st.by_request.find(key); it != st.by_request.end() && it->second == id)
+          st.by_request.erase(it);
       },
       [=](idle_atom, const std::string& id) { wake(self, id, idle_atom::value); },
       [=](retry_atom, const std::string& id) { wake(self, id, retry_atom::value); },

@@ -36,6 +36,8 @@ std::string_view to_string(sandbox_status s) {
     return "deleted";
   case status::failed:
     return "failed";
+  case status::claiming:
+    return "claiming";
   }
   return "unknown";
 }
@@ -48,7 +50,16 @@ sandbox_state initial_state(std::string sandbox_id) {
 
 // command_body lists the commands in command_kind order.
 static_assert(std::variant_size_v<command_body> ==
-              static_cast<std::size_t>(events::command_kind::close_connection) + 1);
+              static_cast<std::size_t>(events::command_kind::runtime_claimed) + 1);
+
+bool unclaimed_pool_sandbox(const sandbox_state& s) {
+  return !s.spec.pool.empty() && s.tenant == events::k_pool_tenant;
+}
+
+bool claimable(const sandbox_state& s) {
+  return unclaimed_pool_sandbox(s) && s.execs_in_flight.empty() && s.file_ops_in_flight.empty() &&
+         s.connections_open.empty();
+}
 
 events::command_kind kind_of(const command_body& body) {
   return static_cast<events::command_kind>(body.index());
@@ -68,24 +79,31 @@ std::string check_timeouts(const events::sandbox_timeouts& t) {
   return {};
 }
 
+// Empty when the labels, env and timeouts a create or a claim asks for are acceptable.
+std::string check_settings(const std::vector<events::label>& labels,
+                           const std::vector<events::env_var>& env,
+                           const events::sandbox_timeouts& timeouts) {
+  for (const auto& l : labels)
+    if (l.key.empty())
+      return "a label key is empty; give every label a key";
+  for (const auto& l : labels)
+    if (!is_text(l.key) || !is_text(l.value))
+      return "label \"" + text_of(l.key) + "\" holds a NUL byte or is not UTF-8; use UTF-8 text";
+  for (const auto& v : env)
+    if (!is_text(v.name) || !is_text(v.value))
+      return "env variable \"" + text_of(v.name) +
+             "\" holds a NUL byte or is not UTF-8; OCI runtimes take only UTF-8 text";
+  return check_timeouts(timeouts);
+}
+
 std::string check_spec(const events::created& spec) {
   if (spec.template_name.empty())
     return "a template is required; name one of the node's templates";
   if (spec.limits.memory_mib == 0 || spec.limits.cpu_millicores == 0)
     return "memory and CPU limits must be positive; set memory_mib and cpu_millicores";
-  for (const auto& l : spec.labels)
-    if (l.key.empty())
-      return "a label key is empty; give every label a key";
-  for (const auto& l : spec.labels)
-    if (!is_text(l.key) || !is_text(l.value))
-      return "label \"" + text_of(l.key) + "\" holds a NUL byte or is not UTF-8; use UTF-8 text";
   if (!is_text(spec.template_name))
     return "the template name holds a NUL byte or is not UTF-8; name one of the node's templates";
-  for (const auto& v : spec.env)
-    if (!is_text(v.name) || !is_text(v.value))
-      return "env variable \"" + text_of(v.name) +
-             "\" holds a NUL byte or is not UTF-8; OCI runtimes take only UTF-8 text";
-  return check_timeouts(spec.timeouts);
+  return check_settings(spec.labels, spec.env, spec.timeouts);
 }
 
 template <class T, class... Ts>
@@ -112,6 +130,12 @@ struct decider {
     if (s.status == status::absent) {
       if (c.tenant.empty())
         return reject(invalid(s, "create needs the caller's tenant"));
+      // Only a warm pool makes pool sandboxes, and it makes nothing else.
+      if (x.spec.pool.empty() == (c.tenant == events::k_pool_tenant))
+        return reject(invalid(s, x.spec.pool.empty()
+                                   ? "the pool tenant creates only pool sandboxes; name a pool"
+                                   : "only a warm pool creates a pool sandbox; create without "
+                                     "a pool key"));
       if (auto why = check_spec(x.spec); !why.empty())
         return reject(invalid(s, why));
       auto spec = x.spec;
@@ -124,6 +148,34 @@ struct decider {
       errc::conflict, "sandbox " + s.sandbox_id + " already exists (" + describe(s) +
                         "); create with a new sandbox id, or repeat the original client "
                         "request id to get this one"));
+  }
+
+  // A claim whose client request id the sandbox already answers to (its claim's or its
+  // create's) is a retried create: the sandbox it made is the answer, as for create.
+  decision operator()(const cmd::claim& x) const {
+    const auto& want = x.claim;
+    if (!want.client_request_id.empty() && want.client_request_id == s.spec.client_request_id)
+      return accept_nothing();
+    if (!claimable(s))
+      return reject(conflict(s, "be claimed",
+                             unclaimed_pool_sandbox(s)
+                               ? "it is in use; claim another pool sandbox"
+                               : "it is not an unclaimed pool sandbox; create a sandbox instead"));
+    if (s.status != status::running)
+      return reject(conflict(s, "be claimed", "claim a running pool sandbox"));
+    if (c.tenant.empty() || c.tenant == events::k_pool_tenant)
+      return reject(invalid(s, "a claim needs the claiming tenant"));
+    if (auto why = check_settings(want.labels, want.env, want.timeouts); !why.empty())
+      return reject(invalid(s, why));
+    auto claim = want;
+    claim.env = loggable(std::move(claim.env)); // secrets reach the driver, never the log
+    if (claim.env.empty()) // nothing to apply: its execs see the template's, as they do now
+      return emitter(s, c, now).add(std::move(claim)).add(events::claimed{}).done();
+    return accept(std::move(claim));
+  }
+
+  decision operator()(const cmd::runtime_claimed&) const {
+    return runtime_result(status::claiming, "record claimed", events::claimed{});
   }
 
   decision operator()(const cmd::pause& x) const {
@@ -349,11 +401,19 @@ bool is_create(const command_body& b) {
 bool is_redact_of_deleted(const sandbox_state& s, const command_body& b) {
   return s.status == status::deleted && std::holds_alternative<cmd::redact>(b);
 }
+// A retried claim of a deleted sandbox (its client request id): answered like a retried
+// create, with the deleted sandbox.
+bool is_retried_claim(const sandbox_state& s, const command_body& b) {
+  const auto* x = std::get_if<cmd::claim>(&b);
+  return s.status == status::deleted && x && !x->claim.client_request_id.empty() &&
+         x->claim.client_request_id == s.spec.client_request_id;
+}
 
 } // namespace
 
 decision decide(const sandbox_state& s, const command& c, time_point now) {
-  if (!exists(s.status) && !is_create(c.body) && !is_redact_of_deleted(s, c.body))
+  if (!exists(s.status) && !is_create(c.body) && !is_redact_of_deleted(s, c.body) &&
+      !is_retried_claim(s, c.body))
     return reject(events::make_error(
       errc::not_found, "sandbox " + s.sandbox_id +
                          (s.status == status::deleted ? " was deleted" : " does not exist") +
@@ -391,6 +451,22 @@ struct evolver {
     touch();
   }
   void operator()(const events::started&) const {
+    enter(s, status::running, e.occurred_at);
+    touch();
+  }
+  // From the claim on, the sandbox is the claiming tenant's as if created then: its lifetime
+  // counts from the claim, and it has the claim's labels, environment and timeouts.
+  void operator()(const events::claim_requested& p) const {
+    s.tenant = e.tenant;
+    s.spec.labels = p.labels;
+    s.spec.env = p.env;
+    s.spec.timeouts = p.timeouts;
+    s.spec.client_request_id = p.client_request_id;
+    s.created_at = e.occurred_at;
+    enter(s, status::claiming, e.occurred_at);
+    touch();
+  }
+  void operator()(const events::claimed&) const {
     enter(s, status::running, e.occurred_at);
     touch();
   }
@@ -519,6 +595,8 @@ std::optional<events::runtime_step> step_in_flight(const sandbox_state& s) {
     return events::runtime_step::resuming;
   case status::deleting:
     return events::runtime_step::deleting;
+  case status::claiming:
+    return events::runtime_step::claiming;
   default:
     return std::nullopt;
   }

@@ -52,6 +52,8 @@ enum class sandbox_status : std::uint8_t {
   deleting,
   deleted,
   failed,
+  claiming, // a pool sandbox being handed to a tenant (docs/pools.md); appended: snapshots
+            // keep statuses as numbers
 };
 
 std::string_view to_string(sandbox_status s);
@@ -91,13 +93,29 @@ struct sandbox_state {
 
 sandbox_state initial_state(std::string sandbox_id);
 
+// A warm pool's sandbox that no tenant has claimed yet (created with a pool key, still of
+// events::k_pool_tenant), whatever its status.
+bool unclaimed_pool_sandbox(const sandbox_state& s);
+// An unclaimed pool sandbox with nothing in flight (no exec, file change or connection): the
+// only kind a claim is accepted on (when running).
+bool claimable(const sandbox_state& s);
+
 // --- commands -------------------------------------------------------------------------------
 
 namespace cmd {
 
 // User commands.
+// `spec.pool` set: a warm pool's sandbox, created by the pool tenant (and only then).
 struct create {
   events::created spec;
+};
+// Hands a claimable pool sandbox to the command's tenant (docs/pools.md): claim_requested,
+// then the runtime applies the environment (claiming) and runtime_claimed records it; a claim
+// with no environment has nothing to apply (the sandbox's execs see the template's, as they
+// do already): claim_requested and claimed at once. Secret env values travel here to the
+// driver and are stripped from the event, as create's are.
+struct claim {
+  events::claim_requested claim;
 };
 struct pause {
   events::pause_mode mode = events::pause_mode::filesystem;
@@ -160,6 +178,7 @@ struct runtime_paused {
   std::uint64_t writable_layer_bytes = 0;
 };
 struct runtime_resumed {};
+struct runtime_claimed {}; // the claim's environment is applied
 // The sandbox is gone; its writable layer measured just before it was removed (0 when it
 // could not be: the runtime had no such sandbox any more).
 struct runtime_deleted {
@@ -212,14 +231,13 @@ struct close_connection {
 inline constexpr std::size_t k_max_open_connections = 1024;
 
 // In command_kind order (kind_of is the index).
-using command_body =
-  std::variant<cmd::create, cmd::pause, cmd::resume, cmd::remove, cmd::exec, cmd::read_file,
-               cmd::write_file, cmd::set_timeout, cmd::snapshot, cmd::runtime_started,
-               cmd::runtime_paused, cmd::runtime_resumed, cmd::runtime_deleted, cmd::runtime_failed,
-               cmd::exec_finished, cmd::storage_sampled, cmd::idle_timer, cmd::lifetime_timer,
-               cmd::retention_timer, cmd::make_dir, cmd::remove_path, cmd::rename_path,
-               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact,
-               cmd::set_network, cmd::open_connection, cmd::close_connection>;
+using command_body = std::variant<
+  cmd::create, cmd::pause, cmd::resume, cmd::remove, cmd::exec, cmd::read_file, cmd::write_file,
+  cmd::set_timeout, cmd::snapshot, cmd::runtime_started, cmd::runtime_paused, cmd::runtime_resumed,
+  cmd::runtime_deleted, cmd::runtime_failed, cmd::exec_finished, cmd::storage_sampled,
+  cmd::idle_timer, cmd::lifetime_timer, cmd::retention_timer, cmd::make_dir, cmd::remove_path,
+  cmd::rename_path, cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact,
+  cmd::set_network, cmd::open_connection, cmd::close_connection, cmd::claim, cmd::runtime_claimed>;
 
 struct command {
   std::string tenant;    // of the caller; becomes the sandbox's tenant on create
@@ -270,7 +288,7 @@ struct deadlines {
 deadlines next_deadlines(const sandbox_state& s);
 
 // The runtime step in flight in a transitional status (creating, pausing, resuming,
-// deleting); empty otherwise. After a restart this is what recovery must reconcile.
+// deleting, claiming); empty otherwise. After a restart this is what recovery must reconcile.
 std::optional<events::runtime_step> step_in_flight(const sandbox_state& s);
 
 // A `command_rejected` event recording `err` for `c`, with the next sequence number; empty

@@ -27,15 +27,30 @@ void conclude(sandbox_actor_state& st, reply_to& r) {
     reply(std::move(r.after), r.req, std::move(r.failure));
 }
 
-// The secret values of a create about to be decided: kept for the runtime's create only.
+// The secret values of a create (or a claim) about to be decided: kept for the runtime's
+// create (or the claim's environment) only.
 void keep_secrets(sandbox_actor_state& st, const command& c) {
-  const auto* x = std::get_if<cmd::create>(&c.body);
-  if (!x || st.pending.status != sandbox_status::absent)
+  const std::vector<events::env_var>* env = nullptr;
+  if (const auto* x = std::get_if<cmd::create>(&c.body);
+      x && st.pending.status == sandbox_status::absent)
+    env = &x->spec.env;
+  else if (const auto* y = std::get_if<cmd::claim>(&c.body);
+           y && claimable(st.pending) && st.pending.status == sandbox_status::running)
+    env = &y->claim.env;
+  if (!env)
     return;
   st.secrets.clear();
-  for (const auto& v : x->spec.env)
+  for (const auto& v : *env)
     if (v.secret && !v.value.empty())
       st.secrets[v.name] = v.value;
+}
+
+// A user command of another tenant than the sandbox's: answered not_found before the machine
+// sees it. A claim is the one command an unclaimed pool sandbox takes from a tenant.
+bool foreign(const sandbox_state& s, const command& c) {
+  if (is_system(c) || s.status == sandbox_status::absent || c.tenant == s.tenant)
+    return false;
+  return !(std::holds_alternative<cmd::claim>(c.body) && unclaimed_pool_sandbox(s));
 }
 
 } // namespace
@@ -232,8 +247,7 @@ void pump(sandbox_actor_state& st) {
     auto req = std::move(st.queue.front());
     st.queue.pop_front();
     const auto& c = req->cmd;
-    if (!is_system(c) && st.pending.status != sandbox_status::absent &&
-        c.tenant != st.pending.tenant) {
+    if (foreign(st.pending, c)) {
       reply(st, req,
             events::make_error(events::errc::not_found,
                                "sandbox " + st.id + " does not exist; check the sandbox id"));

@@ -92,7 +92,7 @@ std::optional<recovered_sandbox> decode_state(std::string_view bytes) {
   s.sandbox_id = in.str();
   s.tenant = in.str();
   const auto status = in.u64();
-  if (status > static_cast<std::uint64_t>(sandbox_status::failed))
+  if (status > static_cast<std::uint64_t>(sandbox_status::claiming)) // the last status
     return std::nullopt;
   s.status = static_cast<sandbox_status>(status);
   s.sequence = in.u64();

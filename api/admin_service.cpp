@@ -281,6 +281,11 @@ public:
     });
   }
 
+  kj::Promise<void> pools(PoolsContext context) override {
+    context.getResults().setPools(make_pools(ctx_, conn_));
+    return kj::READY_NOW;
+  }
+
 private:
   read_store* need_store(const char* call) {
     if (!ctx_->store)

@@ -574,8 +574,12 @@ result<sandbox_info> client::create(const create_options& o) {
     api::set_timeouts(r.initTimeouts(), o.timeouts);
     r.setClientRequestId(whole(o.client_request_id));
     set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
+    r.setNoPool(o.no_pool);
     impl_->check_request_size(req);
-    return info_of(req.send().wait(impl_->ws()).getInfo());
+    auto reply = req.send().wait(impl_->ws());
+    auto info = info_of(reply.getInfo());
+    info.from_pool = reply.getFromPool();
+    return info;
   });
 }
 
@@ -1128,6 +1132,72 @@ result<std::string> client::tail(const std::map<std::int32_t, std::int64_t>& fro
   });
   state->callback = nullptr;
   return r;
+}
+
+// --- warm pools (Admin.pools) -------------------------------------------------------------
+
+namespace {
+
+void set_pool_key(rpc::PoolKey::Builder k, const pool_options& p) {
+  k.setTemplate(whole(p.template_name));
+  k.setRuntime(whole(p.runtime));
+  set_limits(k.initLimits(), p.limits);
+}
+
+} // namespace
+
+result<std::vector<pool_info>> client::pools() {
+  return guarded<std::vector<pool_info>>([&] {
+    auto pools = impl_->admin_cap().poolsRequest().send().getPools();
+    auto resp = pools.listRequest().send().wait(impl_->ws());
+    std::vector<pool_info> out;
+    for (auto p : resp.getPools()) {
+      pool_info i;
+      i.key = p.getKey().cStr();
+      auto s = p.getSettings();
+      i.settings.template_name = s.getKey().getTemplate().cStr();
+      i.settings.runtime = s.getKey().getRuntime().cStr();
+      i.settings.limits = limits_of(s.getKey().getLimits());
+      i.settings.size = s.getSize();
+      i.settings.maximum = s.getMaximum();
+      i.settings.refill_per_second = s.getRefillPerSecond();
+      i.ready = p.getReady();
+      i.making = p.getMaking();
+      i.target = p.getTarget();
+      i.hits = p.getHits();
+      i.misses = p.getMisses();
+      i.made = p.getMade();
+      i.failed = p.getFailed();
+      i.retired = p.getRetired();
+      i.refill_seconds_mean = p.getRefillSecondsMean();
+      i.refill_seconds_max = p.getRefillSecondsMax();
+      for (auto id : p.getReadyIds())
+        i.ready_ids.emplace_back(id.cStr());
+      i.last_error = p.getLastError().cStr();
+      out.push_back(std::move(i));
+    }
+    return out;
+  });
+}
+
+result<void> client::set_pool(const pool_options& pool) {
+  return guarded<void>([&] {
+    auto req = impl_->admin_cap().poolsRequest().send().getPools().setRequest();
+    auto s = req.initSettings();
+    set_pool_key(s.initKey(), pool);
+    s.setSize(pool.size);
+    s.setMaximum(pool.maximum);
+    s.setRefillPerSecond(pool.refill_per_second);
+    req.send().wait(impl_->ws());
+  });
+}
+
+result<bool> client::remove_pool(const pool_options& key) {
+  return guarded<bool>([&] {
+    auto req = impl_->admin_cap().poolsRequest().send().getPools().removeRequest();
+    set_pool_key(req.initKey(), key);
+    return req.send().wait(impl_->ws()).getRemoved();
+  });
 }
 
 } // namespace sandboxd::api

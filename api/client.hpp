@@ -66,6 +66,7 @@ struct sandbox_info {
   std::string failure;
   std::uint64_t sequence = 0;
   std::string tenant;
+  bool from_pool = false; // create only: served from a warm pool (docs/pools.md)
 };
 
 // Timeout changes: an empty field keeps the current setting (the default on create).
@@ -86,6 +87,27 @@ struct create_options {
   timeout_change timeouts;
   std::string client_request_id;
   std::vector<events::env_var> env; // every exec sees these; `secret` values are never logged
+  bool no_pool = false;             // made cold even when a warm pool could serve it
+};
+
+// A warm pool (docs/pools.md): the key a create must match, and how many it keeps ready.
+struct pool_options {
+  std::string template_name;     // "": the node's default
+  std::string runtime;           // "": the node's default
+  events::sandbox_limits limits; // zero fields: the node's defaults
+  std::uint32_t size = 0;
+  std::uint32_t maximum = 0;    // at least size
+  double refill_per_second = 0; // 0: 20
+};
+
+struct pool_info {
+  std::string key; // "<template>/<runtime>/m<MiB>/c<millicores>/p<pids>/d<MiB>"
+  pool_options settings;
+  std::uint32_t ready = 0, making = 0, target = 0;
+  std::uint64_t hits = 0, misses = 0, made = 0, failed = 0, retired = 0;
+  double refill_seconds_mean = 0, refill_seconds_max = 0;
+  std::vector<std::string> ready_ids;
+  std::string last_error;
 };
 
 struct exec_options {
@@ -221,6 +243,10 @@ public:
   result<projection_rebuild> rebuild_projection(const std::string& name = "");
   // The actors' states against their replayed events: one sandbox, or "" for every one.
   result<determinism_check> check_determinism(const std::string& sandbox_id = "");
+  // Warm pools: listed, started or changed (size, maximum, rate), ended (false: none such).
+  result<std::vector<pool_info>> pools();
+  result<void> set_pool(const pool_options& pool);
+  result<bool> remove_pool(const pool_options& key);
 
   struct impl;
 

@@ -170,11 +170,31 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
   return c;
 }
 
+result<actors::pool_key> pool_key_of(rpc::PoolKey::Reader k, const create_defaults& d) {
+  actors::pool_key key;
+  key.template_name = k.getTemplate().size() ? whole_text(k.getTemplate()) : d.template_name;
+  if (auto named = runtime::check_template_name(key.template_name); !named)
+    return named.err();
+  key.runtime = d.runtime;
+  if (k.getRuntime().size() != 0) {
+    auto kind = runtime_named(whole_text(k.getRuntime()));
+    if (!kind)
+      return make_error(errc::invalid_argument, "runtime '" + whole_text(k.getRuntime()) +
+                                                  "' is unknown; use runsc, crun or hollow");
+    key.runtime = *kind;
+  }
+  key.limits = limits_of(k.getLimits(), d.limits);
+  if (auto ok = check_ceilings(key.limits, d.ceilings); !ok)
+    return ok.err();
+  return key;
+}
+
 rpc::SandboxState state_of(actors::sandbox_status s) {
   using S = rpc::SandboxState;
   switch (s) {
   case actors::sandbox_status::absent:
   case actors::sandbox_status::creating:
+  case actors::sandbox_status::claiming: // a pool sandbox being made the tenant's
     return S::CREATING;
   case actors::sandbox_status::running:
     return S::RUNNING;

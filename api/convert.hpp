@@ -3,6 +3,7 @@
 // never silently dropped), sandbox states into SandboxInfo.
 #pragma once
 
+#include "actors/pool_settings.hpp"
 #include "actors/sandbox_machine.hpp"
 #include "api/input_limits.hpp"
 #include "api/result.hpp"
@@ -48,6 +49,10 @@ result<void> check_ceilings(const events::sandbox_limits& limits,
 result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader vars);
 
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d);
+
+// A warm pool's key as a create of it would resolve it: the node's defaults for the template,
+// runtime and limits left out (docs/pools.md).
+result<actors::pool_key> pool_key_of(rpc::PoolKey::Reader k, const create_defaults& d);
 
 // The timeouts after applying `t` to `current` (a create passes the defaults) for a sandbox
 // created at `created_at`, at `now`: `timeout` ends the sandbox that long after now, which

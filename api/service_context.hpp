@@ -177,6 +177,8 @@ rpc::Admin::Client make_admin(std::shared_ptr<service_context> ctx,
                               std::shared_ptr<connection_state> conn, identity who);
 rpc::Templates::Client make_templates(std::shared_ptr<service_context> ctx,
                                       std::shared_ptr<connection_state> conn, identity who);
+rpc::Pools::Client make_pools(std::shared_ptr<service_context> ctx,
+                              std::shared_ptr<connection_state> conn); // pool_service.cpp
 
 // Streams (event_stream.cpp). A watch of one sandbox from a sequence number; a tail of the
 // whole log from offsets. The Handle's last reference going away ends the stream.

@@ -87,11 +87,30 @@ void fill_summary(rpc::SandboxSummary::Builder out, const sandbox_summary& s) {
   out.setSequence(s.sequence);
 }
 
+using create_context = capnp::CallContext<rpc::Session::CreateParams, rpc::Session::CreateResults>;
+
+// A create's reply, a sandbox made (cold) or claimed (from a pool): its failure or failed
+// state as the create's error, else the results.
+void answer_create(const std::shared_ptr<service_context>& ctx,
+                   const std::shared_ptr<connection_state>& conn, const identity& who,
+                   create_context& context, const actors::command_reply& r, bool from_pool) {
+  check(r);
+  if (r.state.status == actors::sandbox_status::failed)
+    throw_error(runtime_code_of(r.state.failure_reason),
+                "sandbox " + r.state.sandbox_id +
+                  " could not be created: " + r.state.failure_reason +
+                  " (it is kept in state failed for inspection; delete it)");
+  auto results = context.getResults();
+  fill(results.initInfo(), r.state);
+  results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
+  results.setFromPool(from_pool);
+}
+
 // Submits the create of sandbox `id`; `hold` (may be null) keeps its template until the reply.
-kj::Promise<void> submit_create(
-  std::shared_ptr<service_context> ctx, std::shared_ptr<connection_state> conn, identity who,
-  capnp::CallContext<rpc::Session::CreateParams, rpc::Session::CreateResults> context,
-  events::created spec, const std::string& id, std::shared_ptr<templates::template_hold> hold) {
+kj::Promise<void> submit_create(std::shared_ptr<service_context> ctx,
+                                std::shared_ptr<connection_state> conn, identity who,
+                                create_context context, events::created spec, const std::string& id,
+                                std::shared_ptr<templates::template_hold> hold) {
   if (hold)
     spec.content = hold->ref();
   actors::command c;
@@ -105,16 +124,66 @@ kj::Promise<void> submit_create(
       // its client request id made), so this reservation was never needed.
       if (!r.ok() || r.state.sandbox_id != id)
         ctx->ledger->release(id);
-      check(r);
-      if (r.state.status == actors::sandbox_status::failed)
-        throw_error(runtime_code_of(r.state.failure_reason),
-                    "sandbox " + r.state.sandbox_id +
-                      " could not be created: " + r.state.failure_reason +
-                      " (it is kept in state failed for inspection; delete it)");
-      auto results = context.getResults();
-      fill(results.initInfo(), r.state);
-      results.setSandbox(make_sandbox(ctx, conn, who, r.state.sandbox_id));
+      answer_create(ctx, conn, who, context, r, false);
     });
+}
+
+// A create served from a warm pool (docs/pools.md) when the pool of its key has a ready
+// sandbox of the template content it would get: the quota reservation of `id` moves to that
+// sandbox and the create's settings go to it as a claim. A pool with nothing ready, or a
+// claim the sandbox refuses (it is no longer claimable), makes it cold after all.
+kj::Promise<void> create_from_pool(std::shared_ptr<service_context> ctx,
+                                   std::shared_ptr<connection_state> conn, identity who,
+                                   create_context context, events::created spec,
+                                   const std::string& id,
+                                   std::shared_ptr<templates::template_hold> hold) {
+  const auto key = actors::key_of(spec);
+  const std::string content = hold ? hold->ref().id : std::string();
+  auto [taken, done] = ctx->bridge->expect<std::optional<std::string>>();
+  ctx->plane->take_from_pool(key, content, std::move(done));
+  return taken.then([ctx, conn, who, context, spec = std::move(spec), id, hold, key,
+                     content](std::optional<std::string> pooled) mutable -> kj::Promise<void> {
+    if (!pooled)
+      return submit_create(ctx, conn, who, context, std::move(spec), id, std::move(hold));
+    const std::string sandbox = *pooled;
+    ctx->ledger->rename(id, sandbox);
+    actors::command c;
+    c.tenant = who.tenant;
+    c.principal = who.principal;
+    c.correlation_id = ctx->correlation_id(*conn);
+    c.body = actors::cmd::claim{
+      events::claim_requested{spec.labels, spec.env, spec.timeouts, spec.client_request_id}};
+    return ctx->submit(sandbox, std::move(c), actors::reply_when::settled)
+      .then([ctx, conn, who, context, spec = std::move(spec), id, hold = std::move(hold), key,
+             content, sandbox](actors::command_reply r) mutable -> kj::Promise<void> {
+        if (!r.ok()) {
+          // Refused (the sandbox died or went meanwhile): never the tenant's; made cold.
+          ctx->ledger->rename(sandbox, id);
+          ctx->plane->return_to_pool(key, sandbox, content, true);
+          return submit_create(ctx, conn, who, context, std::move(spec), id, std::move(hold));
+        }
+        if (r.state.sandbox_id != sandbox) {
+          // A retried create: its client request id names the sandbox the first one made.
+          ctx->ledger->release(sandbox);
+          ctx->plane->return_to_pool(key, sandbox, content, false);
+        }
+        answer_create(ctx, conn, who, context, r, r.state.sandbox_id == sandbox);
+        return kj::READY_NOW;
+      });
+  });
+}
+
+// A create: from a warm pool unless the request says no, else cold.
+kj::Promise<void> make_sandbox_for(std::shared_ptr<service_context> ctx,
+                                   std::shared_ptr<connection_state> conn, identity who,
+                                   create_context context, events::created spec,
+                                   const std::string& id,
+                                   std::shared_ptr<templates::template_hold> hold, bool pooled) {
+  if (pooled && ctx->plane)
+    return create_from_pool(std::move(ctx), std::move(conn), std::move(who), context,
+                            std::move(spec), id, std::move(hold));
+  return submit_create(std::move(ctx), std::move(conn), std::move(who), context, std::move(spec),
+                       id, std::move(hold));
 }
 
 class session final : public rpc::Session::Server {
@@ -128,12 +197,13 @@ public:
       *ctx_, conn_, "Session.create", [this, context]() mutable -> kj::Promise<void> {
         auto& ctx = *ctx_;
         auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
+        const bool pooled = !context.getParams().getRequest().getNoPool();
         ctx.admit_log(who_.tenant);
         auto id = new_sandbox_id(*ctx.ledger);
         check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
         auto* registry = ctx.options.templates;
         if (registry == nullptr || spec.runtime == events::runtime_kind::hollow)
-          return submit_create(ctx_, conn_, who_, context, std::move(spec), id, nullptr);
+          return make_sandbox_for(ctx_, conn_, who_, context, std::move(spec), id, nullptr, pooled);
         // The template, held until the sandbox's `created` is durable: its content goes into
         // that event, and it cannot be deleted meanwhile.
         const templates::asker who{who_.tenant, who_.principal, who_.has_scope("admin")};
@@ -143,8 +213,8 @@ public:
           throw_error(ready.err());
         }
         if (ready.value())
-          return submit_create(ctx_, conn_, who_, context, std::move(spec), id,
-                               std::move(ready).value());
+          return make_sandbox_for(ctx_, conn_, who_, context, std::move(spec), id,
+                                  std::move(ready).value(), pooled);
         // A stock template's first use: built now (minutes), off the loop and the workers.
         using acquired = result<std::shared_ptr<templates::template_hold>>;
         auto name = spec.template_name;
@@ -152,14 +222,14 @@ public:
           .on_pool<acquired>(
             *ctx.template_workers,
             [registry, who, name] { return registry->acquire(who, name, log_progress(name)); })
-          .then([ctx = ctx_, conn = conn_, who = who_, context, spec = std::move(spec),
-                 id](std::shared_ptr<acquired> held) mutable -> kj::Promise<void> {
+          .then([ctx = ctx_, conn = conn_, who = who_, context, spec = std::move(spec), id,
+                 pooled](std::shared_ptr<acquired> held) mutable -> kj::Promise<void> {
             if (!*held) {
               ctx->ledger->release(id);
               throw_error(held->err());
             }
-            return submit_create(ctx, conn, who, context, std::move(spec), id,
-                                 std::move(*held).value());
+            return make_sandbox_for(ctx, conn, who, context, std::move(spec), id,
+                                    std::move(*held).value(), pooled);
           });
       });
   }

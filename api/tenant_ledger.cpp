@@ -60,6 +60,18 @@ void tenant_ledger::apply(const events::event& e, std::uint64_t record_bytes) {
     auto h = holding_of(e.tenant, c->limits);
     add(h);
     live_.emplace(e.sandbox_id, std::move(h));
+  } else if (std::holds_alternative<events::claim_requested>(e.body)) {
+    auto it = live_.find(e.sandbox_id);
+    if (it == live_.end() || it->second.tenant == e.tenant)
+      return; // not folded (a log read from later on), or a duplicate record
+    remove(it->second);
+    if (auto r = reserved_.find(e.sandbox_id); r != reserved_.end()) {
+      it->second = std::move(r->second); // counted since it was admitted
+      reserved_.erase(r);
+    } else {
+      it->second.tenant = e.tenant;
+      add(it->second);
+    }
   } else if (std::holds_alternative<events::deleted>(e.body)) {
     auto it = live_.find(e.sandbox_id);
     if (it == live_.end())
@@ -122,6 +134,16 @@ void tenant_ledger::release(const std::string& sandbox_id) {
     return;
   remove(it->second);
   reserved_.erase(it);
+}
+
+void tenant_ledger::rename(const std::string& from, const std::string& to) {
+  std::lock_guard l(mu_);
+  auto it = reserved_.find(from);
+  if (it == reserved_.end())
+    return;
+  auto h = std::move(it->second);
+  reserved_.erase(it);
+  reserved_.insert_or_assign(to, std::move(h));
 }
 
 tenant_usage tenant_ledger::usage(const std::string& tenant) const {

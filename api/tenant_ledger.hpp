@@ -11,6 +11,12 @@
 // is dropped by release() when the create failed or named another sandbox (a retried create).
 // So at no instant can a tenant's admitted creates pass its quotas.
 //
+// Warm pools (docs/pools.md): a pool sandbox counts against the pool tenant from its `created`
+// (no quota applies to it) and changes hands at its `claim_requested`, to the claiming tenant.
+// A create served from a pool reserves as any create, under the pool sandbox's id (rename()
+// moves the reservation there once the pool handed one out), so the claim is counted from the
+// moment the server admits it; the claim's event then turns the reservation into the count.
+//
 // It also keeps each tenant's log budget (log_budget.hpp): the bytes of the records the
 // follower reads, by the tenant of their event.
 //
@@ -61,6 +67,9 @@ public:
 
   // Drops the reservation of `sandbox_id`, if it is still one.
   void release(const std::string& sandbox_id);
+  // The reservation of `from` is `to`'s from now on (a create served from a warm pool: the
+  // sandbox it claims). Nothing when `from` holds no reservation.
+  void rename(const std::string& from, const std::string& to);
 
   // Folded sandboxes and reservations together.
   tenant_usage usage(const std::string& tenant) const;

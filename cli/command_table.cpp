@@ -44,6 +44,7 @@ command_table::command_table()
   add_replay_commands(*this);
   add_projection_commands(*this);
   add_check_commands(*this);
+  add_pool_commands(*this);
   add_meta_commands(*this);
 
   // A repeatable flag takes one value per use (--label a=b --label c=d): without this CLI11

@@ -146,6 +146,8 @@ void add_create(command_table& t) {
   c->add_option("--request-id", a->o.client_request_id,
                 "makes the create idempotent: a retry with the same id returns the same sandbox")
     ->type_name("ID");
+  c->add_flag("--no-pool", a->o.no_pool,
+              "make it cold even when a warm pool holds one ready (docs/pools.md)");
 }
 
 void add_get(command_table& t) {

@@ -51,6 +51,21 @@ json timeouts_json(const events::sandbox_timeouts& t) {
   return j;
 }
 
+// What a create (or a claim, docs/pools.md) asks for beyond its key: labels, env names,
+// timeouts, request id.
+template <class Asked>
+json settings_json(const Asked& p) {
+  json j = json::object();
+  for (const auto& l : p.labels)
+    j["labels"][l.key] = l.value;
+  if (!p.env.empty())
+    j["env"] = names_of(p.env);
+  j.update(timeouts_json(p.timeouts));
+  if (!p.client_request_id.empty())
+    j["request_id"] = p.client_request_id;
+  return j;
+}
+
 json network_json(const events::network_policy& n) {
   json j{{"network", n.mode == events::network_mode::full         ? std::string("all")
                      : n.mode == events::network_mode::allow_list ? std::string("allowlist")
@@ -86,13 +101,7 @@ struct payload_fields {
     if (p.limits.disk_mib)
       j["disk_mib"] = p.limits.disk_mib;
     j.update(network_json(p.network));
-    for (const auto& l : p.labels)
-      j["labels"][l.key] = l.value;
-    if (!p.env.empty())
-      j["env"] = names_of(p.env);
-    j.update(timeouts_json(p.timeouts));
-    if (!p.client_request_id.empty())
-      j["request_id"] = p.client_request_id;
+    j.update(settings_json(p));
     if (!p.content.id.empty()) { // the exact template content the root filesystem is made of
       j["template_id"] = p.content.id;
       if (p.content.digest)
@@ -102,8 +111,12 @@ struct payload_fields {
         layers.push_back(to_hex(l));
       j["template_layers"] = layers;
     }
+    if (!p.pool.empty())
+      j["pool"] = p.pool;
     return j;
   }
+  json operator()(const events::claim_requested& p) const { return settings_json(p); }
+  json operator()(const events::claimed&) const { return json::object(); }
   json operator()(const events::started&) const { return json::object(); }
   json operator()(const events::pause_requested& p) const {
     return json{{"mode", events::to_string(p.mode)}, {"reason", events::to_string(p.reason)}};

@@ -73,6 +73,8 @@ json sandbox_json(const api::sandbox_info& s) {
   j["lifetime_seconds"] = seconds_json(nanoseconds{s.lifetime_ns});
   j["paused_retention_seconds"] = seconds_json(nanoseconds{s.paused_retention_ns});
   j["on_timeout"] = s.on_timeout;
+  if (s.from_pool)
+    j["from_pool"] = true; // a create served from a warm pool
   j["writable_bytes"] = s.writable_bytes;
   j["failure"] = s.failure.empty() ? json(nullptr) : json(s.failure);
   j["sequence"] = s.sequence;

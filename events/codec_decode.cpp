@@ -74,6 +74,14 @@ std::vector<env_var> get_env(capnp::List<s::EnvVar>::Reader l) {
   return v;
 }
 
+std::vector<label> get_labels(capnp::List<s::Label>::Reader l) {
+  std::vector<label> v;
+  v.reserve(l.size());
+  for (auto lb : l)
+    v.push_back({str(lb.getKey()), str(lb.getValue())});
+  return v;
+}
+
 // The error of a failed operation; code none (0) is no error.
 template <class Reader>
 std::optional<error> get_failure(Reader r) {
@@ -190,10 +198,7 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     p.limits = {l.getMemoryMib(), l.getCpuMillicores(), l.getPids(), l.getDiskMib()};
     p.timeouts = get_timeouts(c.getTimeouts());
     p.network = get_network(c.getNetwork());
-    auto ls = c.getLabels();
-    p.labels.reserve(ls.size());
-    for (auto lb : ls)
-      p.labels.push_back({str(lb.getKey()), str(lb.getValue())});
+    p.labels = get_labels(c.getLabels());
     p.runtime = open_enum<runtime_kind>(c.getRuntime());
     p.client_request_id = str(c.getClientRequestId());
     p.env = get_env(c.getEnv());
@@ -211,8 +216,21 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
       set(p.content.working_directory, t.getWorkingDirectory());
       set(p.content.user, t.getUser());
     }
+    set(p.pool, c.getPool());
     return;
   }
+  case W::CLAIM_REQUESTED: {
+    auto c = r.getClaimRequested();
+    auto& p = out.emplace<claim_requested>();
+    p.labels = get_labels(c.getLabels());
+    p.env = get_env(c.getEnv());
+    p.timeouts = get_timeouts(c.getTimeouts());
+    set(p.client_request_id, c.getClientRequestId());
+    return;
+  }
+  case W::CLAIMED:
+    out = claimed{};
+    return;
   case W::STARTED:
     out = started{};
     return;

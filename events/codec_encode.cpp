@@ -60,6 +60,13 @@ void put_env(capnp::List<s::EnvVar>::Builder b, const std::vector<env_var>& env)
   }
 }
 
+void put_labels(capnp::List<s::Label>::Builder b, const std::vector<label>& labels) {
+  for (unsigned i = 0; i < labels.size(); ++i) {
+    b[i].setKey(text(labels[i].key));
+    b[i].setValue(text(labels[i].value));
+  }
+}
+
 // The error of a failed operation: its code and message, or nothing (code none).
 template <class Builder>
 void put_failure(Builder b, const std::optional<error>& f) {
@@ -172,13 +179,8 @@ struct payload_writer {
     l.setDiskMib(p.limits.disk_mib);
     put_timeouts(c.initTimeouts(), p.timeouts);
     put_network(c.initNetwork(), p.network);
-    if (!p.labels.empty()) {
-      auto ls = c.initLabels(p.labels.size());
-      for (unsigned i = 0; i < p.labels.size(); ++i) {
-        ls[i].setKey(text(p.labels[i].key));
-        ls[i].setValue(text(p.labels[i].value));
-      }
-    }
+    if (!p.labels.empty())
+      put_labels(c.initLabels(p.labels.size()), p.labels);
     c.setRuntime(as<s::RuntimeKind>(p.runtime));
     c.setClientRequestId(text(p.client_request_id));
     if (!p.env.empty())
@@ -198,7 +200,19 @@ struct payload_writer {
       r.setWorkingDirectory(text(t.working_directory));
       r.setUser(text(t.user));
     }
+    if (!p.pool.empty())
+      c.setPool(text(p.pool));
   }
+  void operator()(const claim_requested& p) const {
+    auto c = b.initClaimRequested();
+    if (!p.labels.empty())
+      put_labels(c.initLabels(p.labels.size()), p.labels);
+    if (!p.env.empty())
+      put_env(c.initEnv(p.env.size()), p.env);
+    put_timeouts(c.initTimeouts(), p.timeouts);
+    c.setClientRequestId(text(p.client_request_id));
+  }
+  void operator()(const claimed&) const { b.initClaimed(); }
   void operator()(const started&) const { b.initStarted(); }
   void operator()(const pause_requested& p) const {
     auto c = b.initPauseRequested();

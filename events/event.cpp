@@ -51,19 +51,20 @@ std::string to_string(network_mode v) {
 }
 
 std::string to_string(runtime_step v) {
-  static constexpr std::array<std::string_view, 5> names{"creating", "pausing", "resuming",
-                                                         "deleting", "running"};
+  static constexpr std::array<std::string_view, 6> names{"creating", "pausing", "resuming",
+                                                         "deleting", "running", "claiming"};
   return name_of(v, names, "runtime_step");
 }
 
 std::string to_string(command_kind v) {
-  static constexpr std::array<std::string_view, 30> names{
+  static constexpr std::array<std::string_view, 32> names{
     "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox",  "exec",
     "read_file",       "write_file",      "set_timeout",     "snapshot",        "runtime_started",
     "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed",  "exec_finished",
     "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer", "make_dir",
     "remove_path",     "rename_path",     "list_dir",        "stat_path",       "kill_exec",
-    "timeout_timer",   "redact_sandbox",  "set_network",     "open_connection", "close_connection"};
+    "timeout_timer",   "redact_sandbox",  "set_network",     "open_connection", "close_connection",
+    "claim_sandbox",   "runtime_claimed"};
   return name_of(v, names, "command_kind");
 }
 
@@ -141,7 +142,9 @@ constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_n
   "connection_opened",
   "connection_denied",
   "connection_closed",
-  "template_event"};
+  "template_event",
+  "claim_requested",
+  "claimed"};
 
 } // namespace
 

@@ -54,6 +54,7 @@ enum class runtime_step : std::uint16_t {
   resuming = 2,
   deleting = 3,
   running = 4,
+  claiming = 5, // a pool sandbox's claim (docs/pools.md)
 };
 enum class command_kind : std::uint16_t {
   create_sandbox = 0,
@@ -86,6 +87,8 @@ enum class command_kind : std::uint16_t {
   set_network = 27,
   open_connection = 28,
   close_connection = 29,
+  claim_sandbox = 30,
+  runtime_claimed = 31,
 };
 // How an operation that reached the runtime ended.
 enum class op_outcome : std::uint16_t {
@@ -189,7 +192,30 @@ struct created {
   std::string client_request_id; // makes create idempotent
   std::vector<env_var> env;      // every exec sees these
   template_ref content;          // the exact template content
+  // "": a tenant's own sandbox. Else the key of the warm pool that made it (docs/pools.md):
+  // the event's tenant is the pool tenant (k_pool_tenant), until a claim_requested.
+  std::string pool;
   bool operator==(const created&) const = default;
+};
+
+// The tenant of every pool sandbox until it is claimed. No token can name it (tenants are
+// [a-z0-9_-]), so no tenant's command reaches an unclaimed pool sandbox but its claim.
+inline constexpr std::string_view k_pool_tenant = "@pool";
+
+// A pool sandbox is handed to the event's tenant, principal and correlation id: from this
+// event on it is theirs, as if created now. What the claiming create asked for beyond the
+// pool's key comes with it; the runtime then applies the environment (status claiming).
+struct claim_requested {
+  std::vector<label> labels;
+  std::vector<env_var> env; // as created's: a secret's value is never logged
+  sandbox_timeouts timeouts;
+  std::string client_request_id;
+  bool operator==(const claim_requested&) const = default;
+};
+
+// The runtime applied the claim: the sandbox runs under its new tenant.
+struct claimed {
+  bool operator==(const claimed&) const = default;
 };
 
 struct started {
@@ -492,7 +518,8 @@ struct template_event {
 
 // A payload written by a newer version: `ordinal` is its union discriminant (the position in
 // the schema's payload union: 0 is created, 16 command_rejected, 19 exec_kill_requested, 20
-// redacted, 24 connection_closed, 25 template_event, 26 the first newer one).
+// redacted, 24 connection_closed, 25 template_event, 26 claim_requested, 27 claimed, 28 the
+// first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;
@@ -503,7 +530,8 @@ using payload =
                delete_requested, deleted, failed, exec_started, exec_finished, file_written,
                file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected,
                file_op_requested, file_op_finished, exec_kill_requested, redacted, network_changed,
-               connection_opened, connection_denied, connection_closed, template_event>;
+               connection_opened, connection_denied, connection_closed, template_event,
+               claim_requested, claimed>;
 
 // The payload's name in snake_case, as docs/state-machine.md and the golden files use it:
 // "created", "pause_requested", ..., "unknown".

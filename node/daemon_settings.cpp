@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <initializer_list>
+#include <limits>
 #include <sstream>
 
 namespace sandboxd::node {
@@ -55,6 +56,14 @@ public:
       read(key, v);
       if (!failure_)
         out = v;
+    }
+  }
+  void read(std::string_view key, double& out) {
+    if (auto* n = present(key)) {
+      if (auto v = n->value<double>(); v && (n->is_floating_point() || n->is_integer()))
+        out = *v;
+      else
+        fail_type(key, "a number");
     }
   }
   void read(std::string_view key, bool& out) {
@@ -146,7 +155,7 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   table_reader top(doc, where + " ", failure);
   top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "e2b_addr", "log", "event_log",
              "kafka", "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
-             "templates"});
+             "templates", "pools"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
@@ -242,6 +251,31 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
     r.allow({"projectors"});
     r.read("projectors", s.projectors);
   }
+  if (const auto* n = doc.get("pools"); n && !failure) {
+    const auto* list = n->as_array();
+    if (!list || !list->is_array_of_tables())
+      return invalid(where + ": `pools` must be an array of tables ([[pools]])");
+    std::vector<pool_entry> pools;
+    for (std::size_t i = 0; i < list->size() && !failure; ++i) {
+      table_reader r(*(*list)[i].as_table(), where + " [[pools]] #" + std::to_string(i + 1),
+                     failure);
+      r.allow({"template", "runtime", "memory_mib", "cpu_millicores", "pids", "disk_mib", "size",
+               "maximum", "refill_per_second"});
+      pool_entry p;
+      r.read("template", p.template_name);
+      r.read("runtime", p.runtime);
+      r.read("memory_mib", p.memory_mib);
+      r.read("cpu_millicores", p.cpu_millicores);
+      r.read("pids", p.pids);
+      r.read("disk_mib", p.disk_mib);
+      r.read("size", p.size);
+      r.read("maximum", p.maximum);
+      r.read("refill_per_second", p.refill_per_second);
+      pools.push_back(std::move(p));
+    }
+    if (!failure)
+      s.pools = std::move(pools);
+  }
   return failure;
 }
 
@@ -301,6 +335,14 @@ std::string to_toml(const daemon_settings& s) {
   put("max_cpu_millicores", s.max_cpu_millicores);
   put("max_pids", s.max_pids);
   put("max_disk_mib", s.max_disk_mib);
+  for (const auto& p : s.pools) {
+    o << "\n[[pools]]\ntemplate = " << toml_string(p.template_name)
+      << "\nruntime = " << toml_string(p.runtime) << "\nmemory_mib = " << p.memory_mib
+      << "\ncpu_millicores = " << p.cpu_millicores << "\npids = " << p.pids
+      << "\ndisk_mib = " << p.disk_mib << "\nsize = " << p.size << "\n";
+    put("maximum", p.maximum);
+    o << "refill_per_second = " << toml::value<double>(p.refill_per_second) << "\n";
+  }
   return o.str();
 }
 
@@ -458,6 +500,34 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
   c.bounds.max_disk_mib = u(s.max_disk_mib);
   c.bounds.quota_templates = u(s.quota_templates);
   c.bounds.quota_template_mib = u(s.quota_template_mib);
+  for (const auto& p : s.pools) {
+    const auto where = "pool of template " + p.template_name + ": ";
+    auto kind = parse_runtime_kind(p.runtime);
+    if (!kind)
+      return fail(where + "runtime \"" + p.runtime + "\" is unknown; use runsc, crun or hollow");
+    for (auto v : {p.memory_mib, p.cpu_millicores, p.pids, p.disk_mib, p.size})
+      if (v < 0 || v > std::numeric_limits<std::uint32_t>::max())
+        return fail(where + "limits and size must be 0 to 4294967295");
+    const auto maximum = p.maximum.value_or(p.size);
+    if (maximum < 0 || maximum > std::numeric_limits<std::uint32_t>::max())
+      return fail(where + "maximum must be 0 to 4294967295");
+    actors::pool_settings ps;
+    ps.key.template_name = p.template_name;
+    ps.key.runtime = *kind;
+    ps.key.limits = {static_cast<std::uint32_t>(p.memory_mib),
+                     static_cast<std::uint32_t>(p.cpu_millicores),
+                     static_cast<std::uint32_t>(p.pids), static_cast<std::uint32_t>(p.disk_mib)};
+    ps.size = static_cast<std::uint32_t>(p.size);
+    ps.maximum = static_cast<std::uint32_t>(maximum);
+    ps.refill_per_second = p.refill_per_second;
+    if (auto why = actors::check(ps))
+      return fail(*why);
+    for (const auto& other : c.node.plane.pools)
+      if (other.key == ps.key)
+        return fail("two [[pools]] have the key " + actors::to_string(ps.key) +
+                    "; give each key one pool");
+    c.node.plane.pools.push_back(std::move(ps));
+  }
   r.value = std::move(c);
   return r;
 }

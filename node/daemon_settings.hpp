@@ -21,6 +21,21 @@
 
 namespace sandboxd::node {
 
+// One [[pools]] entry: a warm pool (docs/pools.md). Limits default to a create's defaults, so
+// a create that names only the template and runtime is served from it.
+struct pool_entry {
+  std::string template_name = "base";
+  std::string runtime; // required: runsc, crun or hollow
+  std::int64_t memory_mib = 512;
+  std::int64_t cpu_millicores = 1000;
+  std::int64_t pids = 512;
+  std::int64_t disk_mib = 10240;
+  std::int64_t size = 0;
+  std::optional<std::int64_t> maximum; // unset: size
+  double refill_per_second = 20;
+  bool operator==(const pool_entry&) const = default;
+};
+
 struct daemon_settings {
   std::string data_dir = "./var";
   std::vector<std::string> listen; // empty: unix:DATA_DIR/sandboxd.sock
@@ -55,6 +70,7 @@ struct daemon_settings {
   // Where stock template tarballs are cached (node_config::template_cache); "" the default,
   // "none" keeps none.
   std::string template_cache;
+  std::vector<pool_entry> pools; // [[pools]]
 };
 
 // Reads a config file's text into `s` (keys it does not set keep their values). `source`

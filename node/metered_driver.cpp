@@ -103,6 +103,12 @@ runtime::outcome<void> metered_driver::remove_path(const std::string& id, const 
   return timed(driver_call::remove_path, [&] { return inner_.remove_path(id, path, recursive); });
 }
 
+runtime::outcome<void>
+metered_driver::set_env(const std::string& id,
+                        const std::vector<std::pair<std::string, std::string>>& env) {
+  return timed(driver_call::set_env, [&] { return inner_.set_env(id, env); });
+}
+
 runtime::outcome<void> metered_driver::rename_path(const std::string& id, const std::string& from,
                                                    const std::string& to) {
   return timed(driver_call::rename_path, [&] { return inner_.rename_path(id, from, to); });

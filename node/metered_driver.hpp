@@ -36,6 +36,9 @@ public:
   runtime::outcome<void> pause(const std::string& id, runtime::pause_mode mode) override;
   runtime::outcome<void> resume(const std::string& id) override;
   runtime::outcome<void> remove(const std::string& id) override;
+  runtime::outcome<void>
+  set_env(const std::string& id,
+          const std::vector<std::pair<std::string, std::string>>& env) override;
   runtime::outcome<std::string> read_file(const std::string& id, const std::string& path) override;
   runtime::outcome<void> write_file(const std::string& id, const std::string& path,
                                     std::string_view content, std::uint32_t mode) override;

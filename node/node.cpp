@@ -5,6 +5,7 @@
 #include "node/data_directory.hpp"
 #include "node/embedded_postgres.hpp"
 #include "node/metered_log.hpp"
+#include "node/pool_templates.hpp"
 #include "node/runtime_quiesce.hpp"
 #include "node/runtime_set.hpp"
 #include "projections/migrations.hpp"
@@ -265,6 +266,10 @@ void node::start() {
     }
     o.default_runtime = runtimes_->default_kind();
     o.data_dir = dir_->private_subdirectory("control");
+    if (templates_)
+      o.pool_spec = [t = templates_.get()](const actors::pool_key& k) {
+        return pool_spec_of(*t, k);
+      };
     plane_ = std::make_unique<actors::control_plane>(o);
     const auto& rec = plane_->recovery();
     spdlog::info("control plane: recovered {} sandboxes in {:.2f} s ({} events replayed, {} "
@@ -335,6 +340,12 @@ void node::teardown() {
     spdlog::info("execs in flight killed");
   }
   if (plane_) {
+    // Warm pools' sandboxes are nobody's: deleted rather than kept across the stop.
+    if (!plane_->pools(std::chrono::seconds(2)).empty())
+      spdlog::info(plane_->drain_pools(std::chrono::seconds(60))
+                     ? "warm pools drained: their ready sandboxes are deleted"
+                     : "warm pools not drained within 60 s: the next start deletes or adopts "
+                       "what is left");
     plane_.reset();
     spdlog::info("control plane stopped (journal flushed)");
   }
@@ -556,6 +567,11 @@ node_figures node::figures() {
   f.actors_dormant = s.directory.dormant;
   f.timers = s.directory.timers;
   f.runtime = events::to_string(s.default_runtime);
+  {
+    std::shared_lock g(gate_);
+    if (plane_)
+      f.pools = plane_->pools(std::chrono::seconds(2));
+  }
   std::lock_guard l(figures_mu_);
   try {
     auto& c = figures_conn_->conn;

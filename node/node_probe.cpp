@@ -26,9 +26,9 @@ const char* const k_states[] = {"creating", "running",  "pausing", "paused",
 
 std::string_view to_string(driver_call c) {
   static constexpr std::array<std::string_view, k_driver_calls> names{
-    "create",    "start",       "exec",     "pause",       "resume",     "remove",
-    "read_file", "write_file",  "list_dir", "stat",        "usage",      "inspect",
-    "list",      "signal_exec", "make_dir", "remove_path", "rename_path"};
+    "create",    "start",       "exec",     "pause",       "resume",      "remove",
+    "read_file", "write_file",  "list_dir", "stat",        "usage",       "inspect",
+    "list",      "signal_exec", "make_dir", "remove_path", "rename_path", "set_env"};
   return names[static_cast<std::size_t>(c)];
 }
 
@@ -91,6 +91,26 @@ node_probe::node_probe()
       rpc_seconds_(prometheus::BuildHistogram()
                      .Name("sandboxd_rpc_call_seconds")
                      .Help("RPC call latency, arrival to answer, by method")
+                     .Register(*registry_)),
+      pool_sandboxes_(prometheus::BuildGauge()
+                        .Name("sandboxd_pool_sandboxes")
+                        .Help("Sandboxes of each warm pool: ready, being made, and its target")
+                        .Register(*registry_)),
+      pool_claims_(prometheus::BuildCounter()
+                     .Name("sandboxd_pool_claims_total")
+                     .Help("Creates that asked a warm pool: served (hit) or not (miss)")
+                     .Register(*registry_)),
+      pool_creates_(prometheus::BuildCounter()
+                      .Name("sandboxd_pool_creates_total")
+                      .Help("A warm pool's own creates, by outcome (made running, or failed)")
+                      .Register(*registry_)),
+      pool_retired_(prometheus::BuildCounter()
+                      .Name("sandboxd_pool_retired_total")
+                      .Help("Ready pool sandboxes deleted unclaimed (demand fell, stale)")
+                      .Register(*registry_)),
+      pool_refill_(prometheus::BuildGauge()
+                     .Name("sandboxd_pool_refill_seconds")
+                     .Help("A warm pool's creates, started to running: mean and max")
                      .Register(*registry_)) {
   prometheus::BuildGauge()
     .Name("sandboxd_build_info")
@@ -153,6 +173,27 @@ void node_probe::refresh() const {
   if (f.projection_failures > failures_seen_) {
     projection_failures_.Increment(static_cast<double>(f.projection_failures - failures_seen_));
     failures_seen_ = f.projection_failures;
+  }
+  for (const auto& p : f.pools) {
+    auto& seen = pools_seen_[p.key];
+    const auto grow = [&](prometheus::Family<prometheus::Counter>& family,
+                          prometheus::Labels labels, std::uint64_t now, std::uint64_t before) {
+      auto& c = family.Add(labels);
+      if (now > before)
+        c.Increment(static_cast<double>(now - before));
+    };
+    pool_sandboxes_.Add({{"pool", p.key}, {"kind", "ready"}}).Set(p.ready);
+    pool_sandboxes_.Add({{"pool", p.key}, {"kind", "making"}}).Set(p.making);
+    pool_sandboxes_.Add({{"pool", p.key}, {"kind", "target"}}).Set(p.target);
+    grow(pool_claims_, {{"pool", p.key}, {"outcome", "hit"}}, p.hits, seen.hits);
+    grow(pool_claims_, {{"pool", p.key}, {"outcome", "miss"}}, p.misses, seen.misses);
+    grow(pool_creates_, {{"pool", p.key}, {"outcome", "made"}}, p.made, seen.made);
+    grow(pool_creates_, {{"pool", p.key}, {"outcome", "failed"}}, p.failed, seen.failed);
+    grow(pool_retired_, {{"pool", p.key}}, p.retired, seen.retired);
+    pool_refill_.Add({{"pool", p.key}, {"stat", "mean"}})
+      .Set(p.made ? p.refill_seconds_sum / static_cast<double>(p.made) : 0.0);
+    pool_refill_.Add({{"pool", p.key}, {"stat", "max"}}).Set(p.refill_seconds_max);
+    seen = p;
   }
   if (f.actors_known) {
     actors_.Add({{"kind", "active"}}).Set(static_cast<double>(f.actors_active));

@@ -16,12 +16,18 @@
 //   sandboxd_log_end_offset{partition}
 //   sandboxd_projection_step_failures_total          projector steps that failed and were retried
 //   sandboxd_actors{kind="active"|"dormant"}, sandboxd_timers
-//   sandboxd_build_info{version}                     1
+//   sandboxd_pool_sandboxes{pool,kind="ready"|"making"|"target"}   each warm pool (docs/pools.md)
+//   sandboxd_pool_claims_total{pool,outcome="hit"|"miss"}          takes that found a sandbox, or
+//   none sandboxd_pool_creates_total{pool,outcome="made"|"failed"}      the pool's own creates
+//   sandboxd_pool_retired_total{pool}                              ready sandboxes deleted
+//   unclaimed sandboxd_pool_refill_seconds{pool,stat="mean"|"max"}           a pool create, start
+//   to running sandboxd_build_info{version}                     1
 //
 // Thread-safe: the decorators call it from the log's and the pool's threads, a scrape
 // from the exposer's. Later layers (the RPC server) add their own families to registry().
 #pragma once
 
+#include "actors/pool_table.hpp"
 #include "projections/projector.hpp"
 
 #include <prometheus/collectable.h>
@@ -63,8 +69,9 @@ enum class driver_call : std::uint8_t {
   make_dir,
   remove_path,
   rename_path,
+  set_env,
 };
-inline constexpr std::size_t k_driver_calls = 17;
+inline constexpr std::size_t k_driver_calls = 18;
 std::string_view to_string(driver_call c);
 
 // What a scrape reads from the node.
@@ -78,6 +85,7 @@ struct node_figures {
   std::size_t actors_active = 0;
   std::size_t actors_dormant = 0;
   std::size_t timers = 0;
+  std::vector<actors::pool_figures> pools; // every warm pool
 };
 
 class node_probe final : public prometheus::Collectable {
@@ -120,6 +128,11 @@ private:
   prometheus::Gauge& timers_;
   prometheus::Family<prometheus::Counter>& rpc_calls_;
   prometheus::Family<prometheus::Histogram>& rpc_seconds_;
+  prometheus::Family<prometheus::Gauge>& pool_sandboxes_;
+  prometheus::Family<prometheus::Counter>& pool_claims_;
+  prometheus::Family<prometheus::Counter>& pool_creates_;
+  prometheus::Family<prometheus::Counter>& pool_retired_;
+  prometheus::Family<prometheus::Gauge>& pool_refill_;
 
   std::mutex drivers_mu_;
   std::map<std::string, driver_instruments, std::less<>> drivers_;
@@ -127,6 +140,8 @@ private:
   mutable std::mutex scrape_mu_;
   std::function<node_figures()> figures_;
   mutable std::uint64_t failures_seen_ = 0;
+  // A pool's counters as of the last scrape (the counters move by the difference).
+  mutable std::map<std::string, actors::pool_figures> pools_seen_;
 };
 
 } // namespace sandboxd::node

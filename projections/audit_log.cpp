@@ -78,7 +78,11 @@ std::string detail_of(const events::payload& p) {
     [](const auto& v) -> std::string {
       using T = std::decay_t<decltype(v)>;
       if constexpr (std::is_same_v<T, created>)
-        return "template " + v.template_name + ", " + std::to_string(v.limits.memory_mib) + " MiB";
+        return "template " + v.template_name + ", " + std::to_string(v.limits.memory_mib) + " MiB" +
+               (v.pool.empty() ? "" : ", for pool " + v.pool);
+      else if constexpr (std::is_same_v<T, claim_requested>)
+        return "claimed from a warm pool" +
+               (v.client_request_id.empty() ? "" : ", request " + v.client_request_id);
       else if constexpr (std::is_same_v<T, pause_requested>)
         return to_string(v.mode) + " pause (" + to_string(v.reason) + ")";
       else if constexpr (std::is_same_v<T, paused>)

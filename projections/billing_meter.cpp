@@ -101,7 +101,8 @@ void meter_event(std::optional<meter_state>& state, const events::event& e,
     s.tenant = e.tenant;
     s.memory_bytes = static_cast<std::int64_t>(c->limits.memory_mib) << 20;
     s.storage_bytes = 0; // the layer is made empty
-    s.storage = open_interval{e.sequence, at};
+    if (e.tenant != events::k_pool_tenant)
+      s.storage = open_interval{e.sequence, at};
     state = std::move(s);
     return;
   }
@@ -109,6 +110,19 @@ void meter_event(std::optional<meter_state>& state, const events::event& e,
     return;
   auto& s = *state;
   const auto& p = e.body;
+  if (s.tenant == events::k_pool_tenant) {
+    // In its pool: nothing is billed; the layer's readings are kept for the claim.
+    if (std::holds_alternative<claim_requested>(p)) {
+      s.tenant = e.tenant;
+      s.compute = open_interval{e.sequence, at}; // a claimed sandbox runs
+      s.storage = open_interval{e.sequence, at};
+    } else if (auto bytes = layer_size(p)) {
+      s.storage_bytes = static_cast<std::int64_t>(*bytes);
+    } else if (std::holds_alternative<deleted>(p)) {
+      s.deleted = true;
+    }
+    return;
+  }
   if (std::holds_alternative<started>(p) || std::holds_alternative<resumed>(p)) {
     if (!s.compute)
       s.compute = open_interval{e.sequence, at};

@@ -15,6 +15,13 @@
 // the events that opened and closed it (event ids "<sandbox>:<seq>"), which is what makes a
 // bill line traceable. Times are metering milliseconds (billing.hpp).
 //
+// A warm pool's sandbox (docs/pools.md) is billed to nobody while it waits in its pool: its
+// meters stay closed while its tenant is the pool tenant (readings of its layer are kept,
+// no interval opens). Its `claim_requested` opens both for the claiming tenant at the claim:
+// compute (it runs) and storage on the layer's last reading. So a tenant's bill of a
+// claimed sandbox starts at the claim, as a created sandbox's starts at `created`, and every
+// interval (and billing hour) of a sandbox is its one tenant's.
+//
 // A tenant's own template (scope tenant) has a storage meter of its own, keyed by the
 // template's id: it opens at the template's `ready` on the bytes its layers take in the store
 // (`ready`'s total) and closes at its `deleted`, billed to the tenant the template belongs to.

@@ -24,7 +24,10 @@ state_change change_of(const events::payload& p) {
   std::visit(
     [&](const auto& v) {
       using T = std::decay_t<decltype(v)>;
-      if constexpr (std::is_same_v<T, started> || std::is_same_v<T, resumed>) {
+      if constexpr (std::is_same_v<T, claim_requested>) {
+        c.state = "creating"; // to its new tenant, the sandbox is being made
+      } else if constexpr (std::is_same_v<T, started> || std::is_same_v<T, resumed> ||
+                           std::is_same_v<T, claimed>) {
         c.state = "running";
         if constexpr (std::is_same_v<T, resumed>)
           c.pause_mode = "";
@@ -58,6 +61,14 @@ void set_if(std::optional<T>& target, const std::optional<T>& v) {
     target = v;
 }
 
+std::vector<events::label> text_labels(std::vector<events::label> labels) {
+  for (auto& l : labels) { // what PostgreSQL takes (base/utf8.hpp)
+    l.key = text_of(l.key);
+    l.value = text_of(l.value);
+  }
+  return labels;
+}
+
 } // namespace
 
 void fold(sandbox_patch& patch, const events::event& e) {
@@ -71,11 +82,7 @@ void fold(sandbox_patch& patch, const events::event& e) {
     row.template_name = text_of(c->template_name); // what PostgreSQL takes (base/utf8.hpp)
     row.runtime = events::to_string(c->runtime);
     row.limits = c->limits;
-    row.labels = c->labels;
-    for (auto& l : row.labels) {
-      l.key = text_of(l.key);
-      l.value = text_of(l.value);
-    }
+    row.labels = text_labels(c->labels);
     row.created_at_ns = to_ns(e.occurred_at);
     row.updated_at_ns = row.created_at_ns;
     row.last_seq = e.sequence;
@@ -88,8 +95,16 @@ void fold(sandbox_patch& patch, const events::event& e) {
   const bool redacted = std::holds_alternative<events::redacted>(e.body);
   patch.redacted = patch.redacted || redacted;
   auto c = change_of(e.body);
+  std::optional<row_claim> claim;
+  if (const auto* x = std::get_if<events::claim_requested>(&e.body))
+    claim = row_claim{e.tenant, text_labels(x->labels), to_ns(e.occurred_at)};
   if (patch.created) {
     auto& row = *patch.created;
+    if (claim) {
+      row.tenant = claim->tenant;
+      row.labels = claim->labels;
+      row.created_at_ns = claim->created_at_ns;
+    }
     if (redacted)
       row.labels.clear();
     if (c.state)
@@ -105,6 +120,7 @@ void fold(sandbox_patch& patch, const events::event& e) {
   set_if(patch.state, c.state);
   set_if(patch.pause_mode, c.pause_mode);
   set_if(patch.writable_layer_bytes, c.writable_layer_bytes);
+  set_if(patch.claim, claim);
 }
 
 std::optional<sandbox_row> apply_patch(std::optional<sandbox_row> row, const sandbox_patch& patch) {
@@ -112,6 +128,11 @@ std::optional<sandbox_row> apply_patch(std::optional<sandbox_row> row, const san
     return patch.created;
   if (!row)
     return std::nullopt;
+  if (patch.claim) {
+    row->tenant = patch.claim->tenant;
+    row->labels = patch.claim->labels;
+    row->created_at_ns = patch.claim->created_at_ns;
+  }
   if (patch.state)
     row->state = *patch.state;
   if (patch.pause_mode)

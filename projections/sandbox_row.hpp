@@ -12,6 +12,11 @@
 // and cleared by resumed. storage_sampled, paused and snapshot_taken set the writable-layer
 // bytes. `redacted` empties the labels (docs/audit-log.md, "Redaction"). Every event
 // (rejections and unknown payloads too) sets updated_at and last_seq.
+//
+// A warm pool's sandbox (docs/pools.md) has the pool tenant's row until `claim_requested`,
+// which gives the row the claiming tenant, the claim's labels and created_at (the claim's
+// time: to its tenant the sandbox was made then) and state creating, as a create would;
+// `claimed` makes it running.
 #pragma once
 
 #include "events/event.hpp"
@@ -39,9 +44,17 @@ struct sandbox_row {
   bool operator==(const sandbox_row&) const = default;
 };
 
+// What a claim changes of a row.
+struct row_claim {
+  std::string tenant;
+  std::vector<events::label> labels;
+  std::int64_t created_at_ns = 0;
+};
+
 struct sandbox_patch {
   std::string id;
   std::optional<sandbox_row> created; // the whole row, when `created` is in the batch
+  std::optional<row_claim> claim;     // a claim_requested of a row made before the batch
   std::optional<std::string> state;
   std::optional<std::string> pause_mode;
   std::optional<std::uint64_t> writable_layer_bytes;

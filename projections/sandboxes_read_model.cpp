@@ -38,6 +38,15 @@ void sandboxes_read_model::compute(const fresh_batch& batch) {
       u.redacted.add(p.redacted);
       u.updated.add(p.updated_at_ns);
       u.seq.add(p.last_seq);
+      if (p.claim) {
+        u.tenant.add(p.claim->tenant);
+        u.labels.add(labels_json(p.claim->labels));
+        u.created.add(p.claim->created_at_ns);
+      } else {
+        u.tenant.add_null();
+        u.labels.add_null();
+        u.created.add_null();
+      }
     }
   }
 }
@@ -64,14 +73,19 @@ void sandboxes_read_model::write(pqxx::transaction_base& tx) {
       "UPDATE sandboxes s SET state = coalesce(u.state, s.state),"
       " pause_mode = coalesce(u.pause, s.pause_mode),"
       " writable_layer_bytes = coalesce(u.bytes, s.writable_layer_bytes),"
-      " labels = CASE WHEN u.redacted THEN '{}'::jsonb ELSE s.labels END,"
+      " labels = CASE WHEN u.redacted THEN '{}'::jsonb"
+      "  ELSE coalesce(u.labels::jsonb, s.labels) END,"
+      " tenant = coalesce(u.tenant, s.tenant),"
+      " created_at = coalesce(to_timestamp(0) + (u.created / 1000) * interval '1 microsecond',"
+      "  s.created_at),"
       " updated_at = to_timestamp(0) + (u.updated / 1000) * interval '1 microsecond',"
       " last_seq = u.seq"
       " FROM unnest($1::text[], $2::text[], $3::text[], $4::bigint[], $5::boolean[],"
-      "  $6::bigint[], $7::bigint[]) AS u(id, state, pause, bytes, redacted, updated, seq)"
+      "  $6::bigint[], $7::bigint[], $8::text[], $9::text[], $10::bigint[])"
+      "  AS u(id, state, pause, bytes, redacted, updated, seq, tenant, labels, created)"
       " WHERE s.id = u.id",
       u.id.str(), u.state.str(), u.pause_mode.str(), u.bytes.str(), u.redacted.str(),
-      u.updated.str(), u.seq.str());
+      u.updated.str(), u.seq.str(), u.tenant.str(), u.labels.str(), u.created.str());
   rows_ = {};
 }
 

@@ -29,6 +29,7 @@ private:
   };
   struct row_changes {
     pg_array id, state, pause_mode, bytes, redacted, updated, seq;
+    pg_array tenant, labels, created; // a claim's (docs/pools.md); NULL without one
   };
   struct batch_rows {
     new_rows inserts;

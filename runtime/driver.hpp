@@ -212,6 +212,12 @@ public:
   virtual outcome<void> resume(const std::string& id) = 0;
   // From any state; removing an unknown id is not_found.
   virtual outcome<void> remove(const std::string& id) = 0;
+  // Replaces the environment every later exec of the sandbox sees (create_request::env) in
+  // its record, durably (fsynced) before it returns: a warm pool sandbox's claim gives it the
+  // claiming tenant's environment (docs/pools.md). Nothing running is changed. Idempotent;
+  // invalid_argument for a name or value create would refuse, not_found for an unknown id.
+  virtual outcome<void> set_env(const std::string& id,
+                                const std::vector<std::pair<std::string, std::string>>& env) = 0;
 
   virtual outcome<std::string> read_file(const std::string& id, const std::string& path) = 0;
   // Atomic and binary-safe; creates missing parent directories (mode 0755). Only the

@@ -206,6 +206,31 @@ outcome<void> hollow_driver::remove(const std::string& id) {
   });
 }
 
+outcome<void> hollow_driver::set_env(const std::string& id,
+                                     const std::vector<std::pair<std::string, std::string>>& env) {
+  wait_latency();
+  if (auto c = check_env(env); !c)
+    return c;
+  auto r = find(id);
+  if (!r)
+    return r.err();
+  return guard_faults("set the environment of sandbox " + id, [&]() -> outcome<void> {
+    // Kept as create keeps it: in the sandbox's record, made when there is something to keep.
+    const std::string dir = sandbox_dir(options_.data_dir, id);
+    const bool had_dir = ::access(dir.c_str(), F_OK) == 0;
+    const bool had_record = had_dir && load_record(options_.data_dir, id).has_value();
+    if (!had_record && env.empty())
+      return {};
+    if (!had_dir && ::mkdir(dir.c_str(), 0700) != 0)
+      throw std::system_error(errno, std::generic_category(), "mkdir " + dir);
+    save_record(options_.data_dir, sandbox_record{r.value(), "", 0, env},
+                had_record ? record_write::update : record_write::first);
+    if (options_.sync)
+      sync_record(options_.data_dir, id);
+    return {};
+  });
+}
+
 outcome<std::string> hollow_driver::read_file(const std::string& id, const std::string& path) {
   wait_latency();
   auto r = find(id);

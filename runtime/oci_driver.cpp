@@ -151,8 +151,12 @@ oci_driver::~oci_driver() {
   failures_cv_.notify_all();
   failure_thread_.join();
   try {
-    if (sandbox_ids(options_.data_dir).empty())
-      unmount_path(cli_.state_root() + "/null-netns");
+    // runsc mounts it at its first create; two first creates at once (a warm pool's refill)
+    // can each mount it, one over the other: every layer goes.
+    const std::string null_netns = cli_.state_root() + "/null-netns";
+    for (int i = 0; i < 16 && sandbox_ids(options_.data_dir).empty() && is_mount_point(null_netns);
+         ++i)
+      unmount_path(null_netns);
   } catch (...) {
     // Left for the next driver on this data directory.
   }

@@ -126,6 +126,8 @@ public:
   outcome<void> pause(const std::string& id, pause_mode mode) override;
   outcome<void> resume(const std::string& id) override;
   outcome<void> remove(const std::string& id) override;
+  outcome<void> set_env(const std::string& id,
+                        const std::vector<std::pair<std::string, std::string>>& env) override;
   outcome<std::string> read_file(const std::string& id, const std::string& path) override;
   outcome<void> write_file(const std::string& id, const std::string& path, std::string_view content,
                            std::uint32_t mode) override;

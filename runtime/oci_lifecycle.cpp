@@ -238,6 +238,24 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
   });
 }
 
+outcome<void> oci_driver::set_env(const std::string& id,
+                                  const std::vector<std::pair<std::string, std::string>>& env) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c;
+  if (auto c = check_env(env); !c)
+    return c;
+  auto g = locks_.lock(id);
+  return guard_faults("set the environment of sandbox " + id, [&]() -> outcome<void> {
+    auto r = find_record(options_.data_dir, id);
+    if (!r)
+      return r.err();
+    r->env = env;
+    save_record(options_.data_dir, r.value(), record_write::update);
+    sync_record(options_.data_dir, id);
+    return {};
+  });
+}
+
 outcome<void> oci_driver::start(const std::string& id) {
   if (auto c = check_sandbox_id(id); !c)
     return c.err();

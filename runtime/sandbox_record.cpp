@@ -104,6 +104,19 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
   throw std::system_error(errno, std::generic_category(), std::string("rename ") + target);
 }
 
+void sync_record(const std::string& data_dir, const std::string& id) {
+  unique_fd dir = open_sandbox_dir(data_dir, id);
+  if (!dir)
+    throw std::system_error(errno, std::generic_category(), "open " + sandbox_dir(data_dir, id));
+  unique_fd fd = open_beneath(dir.get(), "sandbox.json", O_RDONLY | O_NOFOLLOW);
+  if (!fd || ::fsync(fd.get()) != 0)
+    throw std::system_error(errno, std::generic_category(), "fsync the record of " + id);
+  // The directory: through a descriptor that can be synced (the handle above is O_PATH).
+  unique_fd d = open_beneath(dir.get(), ".", O_RDONLY | O_DIRECTORY);
+  if (!d || ::fsync(d.get()) != 0)
+    throw std::system_error(errno, std::generic_category(), "fsync the directory of " + id);
+}
+
 record_sync::record_sync(const std::string& data_dir, const std::string& id)
     : path_(sandbox_dir(data_dir, id) + "/sandbox.json") {
   thread_ = std::thread([this] {

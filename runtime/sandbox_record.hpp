@@ -55,6 +55,9 @@ enum class record_write {
 };
 // Neither way fsyncs; see record_sync.
 void save_record(const std::string& data_dir, const sandbox_record& record, record_write how);
+// Makes the record of `id` as saved last durable: fsyncs the file, then the sandbox's
+// directory (an update's name swap). Throws std::system_error.
+void sync_record(const std::string& data_dir, const std::string& id);
 // fsyncs the record of `id` on a thread of its own, from construction until wait()
 // (which throws std::system_error if it failed) or destruction (which only joins).
 class record_sync {

@@ -43,10 +43,12 @@ struct Identity {
 # --- sandboxes ---------------------------------------------------------------------------
 
 interface Session {
-  create @0 (request :CreateRequest) -> (sandbox :Sandbox, info :SandboxInfo);
+  create @0 (request :CreateRequest) -> (sandbox :Sandbox, info :SandboxInfo, fromPool :Bool);
   # Returns once the sandbox is running (or has failed: info.state says so). A request
   # that repeats an earlier clientRequestId returns the sandbox that request made.
   # RESOURCE_EXHAUSTED past the tenant's quota (sandboxes, total memory, total disk).
+  # Served from a warm pool of the request's template, runtime and limits when one has a
+  # ready sandbox (fromPool; docs/pools.md), unless noPool; otherwise made cold.
 
   get @1 (sandboxId :Text) -> (info :SandboxInfo);
   # From the sandbox's actor (the source of truth). NOT_FOUND for a deleted sandbox.
@@ -84,6 +86,7 @@ struct CreateRequest {
   network @5 :Ev.NetworkPolicy;    # a policy the node cannot enforce is INVALID_ARGUMENT
   labels @6 :List(Ev.Label);
   clientRequestId @7 :Text;        # makes create idempotent per tenant
+  noPool @8 :Bool;                 # make it cold even when a warm pool could serve it
 }
 
 struct EnvVar {
@@ -448,6 +451,53 @@ interface Admin {
   # For sandbox `sandboxId` ("" = every sandbox of the log): the state its actor holds
   # against the state replayed from its events in the log. No differences when equal.
   # NOT_FOUND when the log holds no event of the sandbox.
+
+  pools @9 () -> (pools :Pools);
+  # The node's warm pools (docs/pools.md).
+}
+
+interface Pools {
+  # Warm pools: sandboxes kept ready for creates of one template, runtime and limits.
+  # Changes made here last until the daemon stops; a start begins with the config file's
+  # [[pools]].
+  list @0 () -> (pools :List(PoolInfo));
+  set @1 (settings :PoolSettings) -> ();
+  # Starts the pool of settings.key, or changes its size, maximum and refill rate.
+  # INVALID_ARGUMENT for maximum below size, a rate that is not positive, a runtime the
+  # node does not have.
+  remove @2 (key :PoolKey) -> (removed :Bool);
+  # Ends a pool: it makes no more sandboxes and deletes its ready ones (none is claimed by
+  # anyone after this). removed is false when there was no such pool.
+}
+
+struct PoolKey {
+  template @0 :Text;               # "" = "base"
+  runtime @1 :Text;                # "" = the node's default
+  limits @2 :Ev.Limits;            # 0 fields = the node's defaults, as for create
+}
+
+struct PoolSettings {
+  key @0 :PoolKey;
+  size @1 :UInt32;                 # ready sandboxes kept at rest
+  maximum @2 :UInt32;              # most it holds (ready and being made) when demand grows
+  refillPerSecond @3 :Float64;     # creates started per second at most; 0 = 20
+}
+
+struct PoolInfo {
+  key @0 :Text;                    # "<template>/<runtime>/m<MiB>/c<millicores>/p<pids>/d<MiB>"
+  settings @1 :PoolSettings;       # the key resolved
+  ready @2 :UInt32;
+  making @3 :UInt32;               # creates started, not answered yet
+  target @4 :UInt32;               # size plus the last 10 s of claims, at most maximum
+  hits @5 :UInt64;                 # creates served from it
+  misses @6 :UInt64;               # creates it had nothing ready for (made cold)
+  made @7 :UInt64;
+  failed @8 :UInt64;
+  retired @9 :UInt64;              # ready sandboxes deleted unclaimed
+  refillSecondsMean @10 :Float64;  # its creates, started to running
+  refillSecondsMax @11 :Float64;
+  readyIds @12 :List(Text);        # oldest first
+  lastError @13 :Text;             # of the last create or template lookup that failed
 }
 
 struct ProjectionPartition {

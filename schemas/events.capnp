@@ -51,6 +51,8 @@ struct Event {
     connectionDenied @31 :ConnectionDenied;
     connectionClosed @32 :ConnectionClosed;
     template @33 :TemplateEvent;   # a template's history; sandboxId is "@templates"
+    claimRequested @34 :ClaimRequested;  # a pool sandbox is handed to a tenant (docs/pools.md)
+    claimed @35 :Claimed;
   }
 }
 
@@ -90,6 +92,7 @@ enum RuntimeStep {
   resuming @2;
   deleting @3;
   running @4;      # the sandbox stopped unexpectedly while running
+  claiming @5;     # a pool sandbox's claim: the runtime could not apply the claim's environment
 }
 
 enum ErrorCode {
@@ -138,6 +141,8 @@ enum CommandKind {
   setNetwork @27;
   openConnection @28;
   closeConnection @29;
+  claimSandbox @30;
+  runtimeClaimed @31;
 }
 
 enum OpOutcome {
@@ -214,6 +219,9 @@ struct Created {
   clientRequestId @6 :Text;      # makes create idempotent
   env @7 :List(EnvVar);          # every exec sees these
   content @8 :TemplateRef;       # the exact template content the root filesystem is made of
+  pool @9 :Text;                 # "": a tenant's own sandbox; else the warm pool that made it
+                                 # (its key, docs/pools.md): the event's tenant is "@pool" and
+                                 # a claimRequested hands it to a tenant
 }
 
 struct TemplateRef {
@@ -228,6 +236,21 @@ struct TemplateRef {
 }
 
 struct Started {}
+
+struct ClaimRequested {
+  # A warm pool's sandbox is handed to the event's tenant (and principal, correlation id):
+  # from this event on it is that tenant's, as if the tenant had created it now. What the
+  # tenant's create asked for beyond the pool's key comes with it; the runtime then applies
+  # the environment (status claiming) and `claimed` follows. docs/pools.md.
+  labels @0 :List(Label);
+  env @1 :List(EnvVar);          # as in Created: a secret's value is never written
+  timeouts @2 :Timeouts;
+  clientRequestId @3 :Text;      # the claiming create's: a retried create finds this sandbox
+}
+
+struct Claimed {
+  # The runtime applied the claim: the sandbox runs under its new tenant.
+}
 
 struct PauseRequested {
   mode @0 :PauseMode;

@@ -95,6 +95,12 @@ public:
     guard g(*this, id);
     return inner_.remove(id);
   }
+  runtime::outcome<void>
+  set_env(const std::string& id,
+          const std::vector<std::pair<std::string, std::string>>& env) override {
+    guard g(*this, id);
+    return inner_.set_env(id, env);
+  }
   runtime::outcome<std::string> read_file(const std::string& id, const std::string& p) override {
     return inner_.read_file(id, p);
   }

@@ -29,6 +29,26 @@ inline events::created canonical_spec(std::string client_request_id = "req-1") {
   return spec;
 }
 
+// A warm pool's spec: the pool key, no labels, environment, timeouts or request id (those
+// come with a claim), network none.
+inline events::created pool_spec() {
+  auto spec = canonical_spec("");
+  spec.labels.clear();
+  spec.timeouts = {};
+  spec.network = {};
+  spec.pool = "python-3.12/runsc/m512/c1000/p256/d2048";
+  return spec;
+}
+
+// What a create asks for beyond the pool's key, as a claim: canonical_spec's labels and
+// timeouts, an environment variable (so that the claim has a runtime step), and
+// `client_request_id`.
+inline events::claim_requested canonical_claim(std::string client_request_id = "req-1") {
+  auto spec = canonical_spec(std::move(client_request_id));
+  return {
+    spec.labels, {{"MODE", "eval", false, std::nullopt}}, spec.timeouts, spec.client_request_id};
+}
+
 // A TCP connection to pypi.org (allowed by canonical_spec's policy) at an address the
 // resolver gave for it.
 inline events::net_destination allowed_destination() {
@@ -43,7 +63,11 @@ inline events::net_destination allowed_destination() {
   return d;
 }
 
+// As the caller of `body` would send it: a pool sandbox's create comes from the pool tenant
+// (the system), everything else from k_tenant's alice.
 inline command make_command(command_body body) {
+  if (const auto* c = std::get_if<cmd::create>(&body); c && !c->spec.pool.empty())
+    return command{std::string(events::k_pool_tenant), "system", "pool-1", "", std::move(body)};
   return command{k_tenant, "alice@acme", "corr-1", "cause-1", std::move(body)};
 }
 

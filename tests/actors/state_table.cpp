@@ -94,16 +94,13 @@ bool timeouts_ok(const events::sandbox_timeouts& t) {
          static_cast<int>(t.on_idle) <= 1 && static_cast<int>(t.idle_pause_mode) <= 1;
 }
 
+bool settings_ok(const std::vector<events::label>& labels, const std::vector<events::env_var>& env,
+                 const events::sandbox_timeouts& t);
+
 bool spec_ok(const events::created& spec) {
   if (spec.template_name.empty() || spec.limits.memory_mib == 0 || spec.limits.cpu_millicores == 0)
     return false;
-  for (const auto& l : spec.labels)
-    if (l.key.empty() || !is_text(l.key) || !is_text(l.value))
-      return false;
-  for (const auto& v : spec.env)
-    if (!is_text(v.name) || !is_text(v.value))
-      return false;
-  return is_text(spec.template_name) && timeouts_ok(spec.timeouts);
+  return is_text(spec.template_name) && settings_ok(spec.labels, spec.env, spec.timeouts);
 }
 
 bool exists(const sandbox_state& s) {
@@ -159,6 +156,31 @@ bool has_connection(const sandbox_state& s, const std::string& id) {
     if (c == id)
       return true;
   return false;
+}
+
+bool settings_ok(const std::vector<events::label>& labels, const std::vector<events::env_var>& env,
+                 const events::sandbox_timeouts& t) {
+  for (const auto& l : labels)
+    if (l.key.empty() || !is_text(l.key) || !is_text(l.value))
+      return false;
+  for (const auto& v : env)
+    if (!is_text(v.name) || !is_text(v.value))
+      return false;
+  return timeouts_ok(t);
+}
+
+// A claim's row: the document's rules, from the state's fields.
+std::string claim_input(const sandbox_state& s, const cmd::claim& x) {
+  const auto& crid = x.claim.client_request_id;
+  if (s.status != sandbox_status::absent && !crid.empty() && crid == s.spec.client_request_id)
+    return "claim_same_request";
+  bool claimable = !s.spec.pool.empty() && s.tenant == "@pool" && s.execs_in_flight.empty() &&
+                   s.file_ops_in_flight.empty() && s.connections_open.empty();
+  if (!claimable)
+    return "claim_not_pool";
+  if (!settings_ok(x.claim.labels, x.claim.env, x.claim.timeouts))
+    return "claim_invalid";
+  return x.claim.env.empty() ? "claim_no_env" : "claim";
 }
 
 std::string connection_input(const sandbox_state& s, const cmd::open_connection& x) {
@@ -303,6 +325,8 @@ std::string input_of(const sandbox_state& s, const command_body& c, time_point n
         return x.snapshot_id.empty() ? "snapshot_invalid" : "snapshot";
       },
       [&](const cmd::runtime_started&) -> std::string { return "runtime_started"; },
+      [&](const cmd::claim& x) -> std::string { return claim_input(s, x); },
+      [&](const cmd::runtime_claimed&) -> std::string { return "runtime_claimed"; },
       [&](const cmd::runtime_paused&) -> std::string { return "runtime_paused"; },
       [&](const cmd::runtime_resumed&) -> std::string { return "runtime_resumed"; },
       [&](const cmd::runtime_deleted&) -> std::string { return "runtime_deleted"; },

@@ -25,6 +25,7 @@ struct input_case {
   bool idle_delete = false; // the sandbox's idle action is delete
   bool run_timeout = false; // the sandbox has a run-time timeout (sandbox_timeouts::timeout)
   bool redacted = false;    // a deleted sandbox was redacted before
+  bool pooled = false;      // the sandbox is a warm pool's, not claimed yet
 };
 
 events::file_op_requested intent(std::string op_id, events::file_op_kind kind, std::string path) {
@@ -190,6 +191,31 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
        return C{cmd::close_connection{f}};
      }},
     {"runtime_started", [](auto&) { return C{cmd::runtime_started{}}; }},
+    {"claim",
+     [](auto&) {
+       C c{cmd::claim{canonical_claim("req-2")}};
+       c.pooled = true;
+       return c;
+     }},
+    {"claim_no_env",
+     [](auto&) {
+       auto claim = canonical_claim("req-2");
+       claim.env.clear();
+       C c{cmd::claim{claim}};
+       c.pooled = true;
+       return c;
+     }},
+    {"claim_same_request", [](auto&) { return C{cmd::claim{canonical_claim("req-1")}}; }},
+    {"claim_invalid",
+     [](auto&) {
+       auto claim = canonical_claim("req-2");
+       claim.labels.push_back({"", "no key"});
+       C c{cmd::claim{claim}};
+       c.pooled = true;
+       return c;
+     }},
+    {"claim_not_pool", [](auto&) { return C{cmd::claim{canonical_claim("req-5")}}; }},
+    {"runtime_claimed", [](auto&) { return C{cmd::runtime_claimed{}}; }},
     {"runtime_paused", [](auto&) { return C{cmd::runtime_paused{4096}}; }},
     {"runtime_resumed", [](auto&) { return C{cmd::runtime_resumed{}}; }},
     {"runtime_deleted", [](auto&) { return C{cmd::runtime_deleted{}}; }},
@@ -239,12 +265,22 @@ void must(machine_sim& sim, command_body body) {
 }
 
 // A sandbox in `column`'s state, reached through decide and evolve by the shortest path;
-// with an exec started while running when `with_exec`.
-machine_sim build(const std::string& column, bool with_exec) {
+// with an exec started while running when `with_exec`; a warm pool's sandbox when `pooled`
+// (a claiming one always is: claimed with canonical_claim()).
+machine_sim build(const std::string& column, bool with_exec, bool pooled = false) {
   machine_sim sim;
   if (column == "absent")
     return sim;
-  must(sim, cmd::create{canonical_spec()});
+  if (column == "claiming") {
+    must(sim, cmd::create{pool_spec()});
+    must(sim, cmd::runtime_started{});
+    // The canonical policy, so that a connection's input is what it is for a created one.
+    must(sim, cmd::set_network{canonical_spec().network});
+    must(sim, cmd::claim{canonical_claim()});
+    BOOST_REQUIRE_EQUAL(column_of(sim.state), column);
+    return sim;
+  }
+  must(sim, cmd::create{pooled ? pool_spec() : canonical_spec()});
   if (column != "creating") {
     must(sim, cmd::runtime_started{});
     if (with_exec) {
@@ -283,7 +319,7 @@ BOOST_AUTO_TEST_SUITE(sandbox_machine)
 BOOST_AUTO_TEST_CASE(document_lists_every_state_and_every_input) {
   const std::vector<std::string> columns{"absent",      "creating",  "running",    "pausing_fs",
                                          "pausing_mem", "paused_fs", "paused_mem", "resuming",
-                                         "deleting",    "deleted",   "failed"};
+                                         "deleting",    "deleted",   "failed",     "claiming"};
   BOOST_TEST(table().columns == columns, boost::test_tools::per_element());
   std::set<std::string> documented(table().rows.begin(), table().rows.end());
   BOOST_TEST(documented.size() == table().rows.size(), "a row appears twice");
@@ -299,8 +335,8 @@ BOOST_AUTO_TEST_CASE(every_input_in_every_state_matches_the_table) {
     for (const auto& column : table().columns) {
       BOOST_TEST_CONTEXT("input " << row << " in state " << column) {
         auto probe = build(column, false);
-        bool with_exec = input_cases().at(row)(probe.state).needs_exec;
-        auto sim = build(column, with_exec);
+        const auto shape = input_cases().at(row)(probe.state);
+        auto sim = build(column, shape.needs_exec, shape.pooled);
         auto in = input_cases().at(row)(sim.state);
         if (in.idle_delete)
           sim.state.spec.timeouts.on_idle = events::idle_action::delete_sandbox;

@@ -42,6 +42,8 @@ public:
     }
     if (s.status == sandbox_status::deleted && chance(0.2))
       return cmd::redact{"privacy request"}; // the one command a deleted sandbox takes
+    if (unclaimed_pool_sandbox(s) && chance(0.3))
+      return claim(); // what a warm pool's sandbox is made for
     if (!s.file_ops_in_flight.empty() && chance(0.05)) {
       events::file_op_finished f;
       f.op_id = s.file_ops_in_flight[pick(s.file_ops_in_flight.size())].op_id;
@@ -59,7 +61,7 @@ public:
       default:
         return cmd::exec{one_of<std::string>({"x1", "x2", "x3"}), {"ls"}, "/", 5s};
       }
-    switch (pick(29)) {
+    switch (pick(30)) {
     case 0:
       return create();
     case 1:
@@ -88,7 +90,10 @@ public:
     case 10:
       return cmd::runtime_paused{pick(1 << 20)};
     case 11:
-      return cmd::runtime_resumed{};
+      return chance(0.3) ? command_body{cmd::runtime_claimed{}}
+                         : command_body{cmd::runtime_resumed{}};
+    case 29:
+      return claim();
     case 12:
       return cmd::runtime_deleted{pick(1 << 20)};
     case 13:
@@ -217,11 +222,24 @@ private:
   }
 
   command_body create() {
-    auto spec = canonical_spec(one_of<std::string>({"req-1", "req-2", ""}));
-    spec.timeouts = timeouts();
+    auto spec =
+      chance(0.3) ? pool_spec() : canonical_spec(one_of<std::string>({"req-1", "req-2", ""}));
+    if (spec.pool.empty())
+      spec.timeouts = timeouts();
     if (chance(0.25))
       spec.limits.memory_mib = 0;
     return cmd::create{spec};
+  }
+
+  // A claim, as a tenant's create that a warm pool serves would send it.
+  command_body claim() {
+    auto c = canonical_claim(one_of<std::string>({"req-1", "req-2", "req-3", ""}));
+    c.timeouts = timeouts();
+    if (chance(0.4))
+      c.env.clear(); // nothing to apply: claimed at once
+    if (chance(0.2))
+      c.labels.push_back({"", "no key"});
+    return cmd::claim{c};
   }
 
   command_body runtime_result(events::runtime_step step) {
@@ -234,6 +252,8 @@ private:
       return cmd::runtime_paused{pick(1 << 20)};
     case events::runtime_step::resuming:
       return cmd::runtime_resumed{};
+    case events::runtime_step::claiming:
+      return cmd::runtime_claimed{};
     default:
       return cmd::runtime_deleted{pick(1 << 20)};
     }

@@ -16,15 +16,18 @@ namespace cmd = sandboxd::actors::cmd;
 
 namespace {
 
+// `c` decided in `s` (it must be accepted) and its events applied.
+void decide_and_apply(ac::sandbox_state& s, const ac::command& c, ev::time_point now) {
+  auto d = ac::decide(s, c, now);
+  BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? std::string() : d.failure().message));
+  for (const auto& e : d.emitted())
+    s = ac::evolve(s, e);
+}
+
 ac::recovered_sandbox busy_sandbox() {
   ac::sandbox_state s = ac::initial_state("sb-codec");
   const auto now = ev::time_point(ev::nanoseconds(1'700'000'000'000'000'000));
-  auto apply = [&](ac::command c) {
-    auto d = ac::decide(s, c, now);
-    BOOST_REQUIRE_MESSAGE(d.ok(), (d.ok() ? std::string() : d.failure().message));
-    for (const auto& e : d.emitted())
-      s = ac::evolve(s, e);
-  };
+  auto apply = [&](ac::command c) { decide_and_apply(s, c, now); };
   auto sp = spec("req-9");
   sp.labels = {{"team", "ml"}};
   sp.timeouts.idle_timeout = std::chrono::seconds(30);
@@ -67,6 +70,35 @@ BOOST_AUTO_TEST_CASE(a_state_survives_encoding) {
   auto back = ac::decode_state(bytes);
   BOOST_REQUIRE(back.has_value());
   BOOST_TEST((*back == r));
+}
+
+// A warm pool's sandbox mid-claim (docs/pools.md): its pool key, its claiming tenant and
+// status survive a snapshot. The claim carries an environment (one without is complete at
+// once: never `claiming`).
+BOOST_AUTO_TEST_CASE(a_pool_sandbox_in_the_middle_of_a_claim_survives_encoding) {
+  ac::sandbox_state s = ac::initial_state("sb-pooled");
+  const auto now = ev::time_point(ev::nanoseconds(1'700'000'000'000'000'000));
+  auto apply = [&](ac::command c) { decide_and_apply(s, c, now); };
+  auto sp = spec();
+  sp.pool = "base/hollow/m256/c500/p0/d0";
+  apply(user(cmd::create{sp}, std::string(ev::k_pool_tenant)));
+  apply(ac::system_command(s, cmd::runtime_started{}));
+  ev::claim_requested claim;
+  claim.labels = {{"task", "t"}};
+  claim.client_request_id = "req-claim";
+  claim.env = {{"TASK", "t", false, std::nullopt}};
+  apply(user(cmd::claim{claim}, "acme"));
+  BOOST_TEST_REQUIRE((s.status == ac::sandbox_status::claiming));
+  ac::recovered_sandbox r;
+  r.state = s;
+  r.offsets = {1, 2, 3};
+  std::string bytes;
+  ac::encode_state(r, bytes);
+  auto back = ac::decode_state(bytes);
+  BOOST_TEST_REQUIRE(back.has_value());
+  BOOST_TEST((back->state == r.state));
+  BOOST_TEST(back->state.tenant == "acme");
+  BOOST_TEST(back->state.spec.pool == sp.pool);
 }
 
 BOOST_AUTO_TEST_CASE(a_state_written_before_the_file_ops_field_still_decodes) {

@@ -14,6 +14,7 @@
 // One daemon for the binary; each case makes the sandboxes it uses.
 #define BOOST_TEST_MODULE api_e2e
 #include "tests/e2e/api_e2e_support.hpp"
+#include "tests/e2e/metrics_scrape.hpp"
 
 #include "api/rpc_error.hpp"
 #include "schemas/api.capnp.h"
@@ -39,18 +40,6 @@ constexpr int k_quota_sandboxes = 3;
 constexpr int k_quota_memory_mib = 2048;
 // Three sandboxes without --disk: each counts the runtime's 10 GiB layer.
 constexpr int k_quota_disk_mib = 3 * 10240;
-
-int free_tcp_port() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct shared_daemon {
   temp_dir config{"e2e-config"};
@@ -483,44 +472,6 @@ BOOST_AUTO_TEST_CASE(a_client_that_stops_reading_does_not_grow_the_daemon) {
 BOOST_AUTO_TEST_SUITE_END()
 
 namespace {
-
-// GET /metrics: the samples, "name{labels}" -> value.
-std::map<std::string, double> scrape(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  BOOST_REQUIRE_MESSAGE(::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0,
-                        "metrics endpoint on port " << port << " does not answer");
-  // A scrape that does not answer fails the case instead of hanging it.
-  const timeval limit{30, 0};
-  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
-  const std::string req = "GET /metrics HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n";
-  BOOST_REQUIRE(::write(fd, req.data(), req.size()) == static_cast<ssize_t>(req.size()));
-  std::string resp;
-  char buf[65536];
-  for (ssize_t n; (n = ::read(fd, buf, sizeof buf)) > 0;)
-    resp.append(buf, static_cast<std::size_t>(n));
-  ::close(fd);
-  BOOST_REQUIRE_MESSAGE(resp.rfind("HTTP/1.", 0) == 0 && resp.find(" 200 ") != std::string::npos,
-                        "metrics answered: " << resp.substr(0, 200));
-  std::map<std::string, double> out;
-  std::istringstream in(resp.substr(resp.find("\r\n\r\n") + 4));
-  for (std::string line; std::getline(in, line);) {
-    if (line.empty() || line[0] == '#')
-      continue;
-    const auto sp = line.rfind(' ');
-    if (sp != std::string::npos)
-      out[line.substr(0, sp)] = std::stod(line.substr(sp + 1));
-  }
-  return out;
-}
-
-double sample(const std::map<std::string, double>& m, const std::string& key) {
-  auto it = m.find(key);
-  return it == m.end() ? 0 : it->second;
-}
 
 // Every partition's projection lag is 0: the figures read from the read models include every
 // record the log held at the scrape (an earlier case's delete, for one).

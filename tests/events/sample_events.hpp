@@ -137,6 +137,14 @@ inline std::vector<event> samples() {
   for (auto& b : bodies)
     out.push_back(sample_envelope(seq++, std::move(b)));
   out.push_back(template_samples().front()); // template_event: its first change
+  // Warm pools (issue 31): a claim and its outcome.
+  claim_requested claim;
+  claim.labels = {{"agent", "planner"}, {"run", "ünï \"7\""}};
+  claim.env = {{"MODE", "eval", false, std::nullopt}, {"API_KEY", "", true, std::nullopt}};
+  claim.timeouts = {10min, idle_action::delete_sandbox, pause_mode::filesystem, 2h, 0s, 45min};
+  claim.client_request_id = "client-req-claim-1";
+  out.push_back(sample_envelope(seq++, claim));
+  out.push_back(sample_envelope(seq++, claimed{}));
   return out;
 }
 
@@ -233,6 +241,20 @@ inline std::vector<event> samples_v3() {
   auto es = std::get<exec_started>(samples_v2()[1].body);
   es.user = "app:staff";
   return {sample_envelope(201, cr), sample_envelope(202, es)};
+}
+
+// Payloads extended a third time (<name>.v4.bin): `created` by a warm pool (its key).
+inline std::vector<event> samples_v4() {
+  auto cr = std::get<created>(samples_v3()[0].body);
+  cr.pool = "python/runsc/m4096/c2000/p256/d20480";
+  cr.client_request_id.clear();
+  cr.labels.clear();
+  cr.env.clear();
+  cr.timeouts = {};
+  auto e = sample_envelope(301, cr);
+  e.tenant = std::string(k_pool_tenant);
+  e.principal = "system";
+  return {e};
 }
 
 } // namespace sandboxd::events::testing

@@ -235,6 +235,51 @@ BOOST_AUTO_TEST_CASE(settings_are_checked) {
   refused([](auto& s) { s.metrics_addr = "9464"; }, "metrics");
 }
 
+// [[pools]] (docs/pools.md): read, defaulted to a create's limits, checked, printed back.
+BOOST_AUTO_TEST_CASE(warm_pools_are_read_checked_and_printed_back) {
+  nd::daemon_settings s;
+  BOOST_REQUIRE(!nd::apply_config(s, R"(
+[[pools]]
+template = "python"
+runtime = "crun"
+size = 4
+maximum = 16
+refill_per_second = 12.5
+[[pools]]
+runtime = "runsc"
+memory_mib = 1024
+size = 2
+)",
+                                  "pools.toml"));
+  BOOST_REQUIRE_EQUAL(s.pools.size(), 2u);
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  const auto& pools = c.value->node.plane.pools;
+  BOOST_REQUIRE_EQUAL(pools.size(), 2u);
+  BOOST_TEST(sandboxd::actors::to_string(pools[0].key) == "python/crun/m512/c1000/p512/d10240");
+  BOOST_TEST(pools[0].size == 4u);
+  BOOST_TEST(pools[0].maximum == 16u);
+  BOOST_TEST(pools[0].refill_per_second == 12.5);
+  BOOST_TEST(sandboxd::actors::to_string(pools[1].key) == "base/runsc/m1024/c1000/p512/d10240");
+  BOOST_TEST(pools[1].maximum == 2u, "maximum defaults to the size");
+  nd::daemon_settings back;
+  BOOST_REQUIRE(!nd::apply_config(back, nd::to_toml(s), "printed"));
+  BOOST_TEST((back.pools == s.pools));
+
+  auto refused = [](const std::string& toml, const std::string& word) {
+    nd::daemon_settings s;
+    auto e = nd::apply_config(s, toml, "pools.toml");
+    auto c = e ? nd::daemon_config_result{} : nd::to_daemon_config(s);
+    const std::string m = e ? e->message : (c.failure ? c.failure->message : "");
+    BOOST_TEST(m.find(word) != std::string::npos, "expected " << word << ", got: " << m);
+  };
+  refused("[[pools]]\nruntime = \"crun\"\nsize = 4\nmaximum = 2\n", "maximum 2 is below size 4");
+  refused("[[pools]]\nsize = 1\n", "runtime");
+  refused("[[pools]]\nruntime = \"crun\"\nsizes = 1\n", "sizes");
+  refused("[[pools]]\nruntime = \"crun\"\n[[pools]]\nruntime = \"crun\"\n", "two [[pools]]");
+  refused("[[pools]]\nruntime = \"crun\"\nrefill_per_second = 0\n", "refill_per_second");
+}
+
 BOOST_AUTO_TEST_CASE(the_console_address_is_loopback_by_default_and_tls_only_elsewhere) {
   nd::daemon_settings s;
   s.console_addr = "8470"; // a port alone: loopback

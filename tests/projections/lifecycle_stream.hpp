@@ -56,6 +56,22 @@ public:
     return add(c);
   }
   sandbox_events& started() { return add(events::started{}, "system"); }
+  // A warm pool's create (docs/pools.md): the stream's tenant must be the pool tenant.
+  sandbox_events& pool_created(std::uint32_t memory_mib, std::string pool) {
+    events::created c;
+    c.template_name = "python-3.12";
+    c.limits = {memory_mib, 1000, 256, 10240};
+    c.pool = std::move(pool);
+    return add(c, "pool");
+  }
+  // A claim by `tenant`: the stream's events are that tenant's from here on.
+  sandbox_events& claimed_by(std::string tenant, std::vector<events::label> labels = {}) {
+    tenant_ = std::move(tenant);
+    events::claim_requested c;
+    c.labels = std::move(labels);
+    add(c);
+    return add(events::claimed{}, "system");
+  }
   sandbox_events& sampled(std::uint64_t bytes) {
     return add(events::storage_sampled{bytes}, "system");
   }

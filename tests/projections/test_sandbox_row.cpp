@@ -158,6 +158,77 @@ BOOST_AUTO_TEST_CASE(a_deleted_that_measured_nothing_bills_the_opening_reading) 
   BOOST_TEST(storage[0].end_ms - storage[0].start_ms == 3'600'000);
 }
 
+// A warm pool's sandbox (docs/pools.md): its row is the pool tenant's until the claim, which
+// gives it the claiming tenant, the claim's labels and the claim's time as its creation;
+// whatever the batches.
+BOOST_AUTO_TEST_CASE(a_claim_gives_the_row_its_tenant_labels_and_creation_in_any_batch_split) {
+  sandbox_events s("sb-p1", "@pool", 1'000'000'000);
+  s.pool_created(512, "python-3.12/crun/m512/c1000/p256/d10240").started();
+  s.after(1h).claimed_by("acme", {{"task", "t-7"}}).after(1s).sampled(100);
+  const auto evs = s.events();
+  const auto claim_ns = evs[2].occurred_at.time_since_epoch().count();
+  auto pooled = fold_all(evs, 0, 2);
+  BOOST_TEST(pooled->tenant == "@pool");
+  BOOST_TEST(pooled->labels.empty());
+  auto whole = fold_all(evs, 0, evs.size());
+  BOOST_TEST_REQUIRE(whole.has_value());
+  BOOST_TEST(whole->tenant == "acme");
+  BOOST_TEST(whole->state == "running");
+  BOOST_TEST((whole->labels == std::vector<events::label>{{"task", "t-7"}}));
+  BOOST_TEST(whole->created_at_ns == claim_ns);
+  for (std::size_t split = 1; split < evs.size(); ++split) {
+    auto first = fold_all(evs, 0, split);
+    auto second = fold_all(evs, split, evs.size(), first);
+    BOOST_TEST((second == whole), "split at " << split);
+  }
+  // Between the claim and its outcome, the tenant sees it being made.
+  BOOST_TEST(fold_all(evs, 0, 3)->state == "creating");
+}
+
+// Billing starts at the claim, for the claiming tenant: nothing of the time the sandbox
+// waited in its pool is billed to anyone; compute and storage open at the claim (storage on
+// the layer's last reading, taken while it waited).
+BOOST_AUTO_TEST_CASE(a_pool_sandbox_is_billed_from_its_claim_to_the_claiming_tenant) {
+  sandbox_events s("sb-p2", "@pool", 0);
+  s.pool_created(1024, "k").started().after(1h).sampled(100).after(2h);
+  const auto claim_seq = s.events().size() + 1;
+  s.claimed_by("acme").after(1h).sampled(200).after(1h).remove(300);
+  std::optional<meter_state> m;
+  std::vector<closed_interval> closed;
+  for (const auto& e : s.events())
+    meter_event(m, e, closed);
+  BOOST_TEST_REQUIRE(closed.size() == 3u);
+  const std::int64_t claim_ms = 3 * 3'600'000;
+  for (const auto& c : closed) {
+    BOOST_TEST(c.tenant == "acme");
+    BOOST_TEST(c.start_seq >= claim_seq);
+    BOOST_TEST(c.start_ms >= claim_ms);
+  }
+  // compute: claim -> delete_requested, 2 h of 1 GiB.
+  BOOST_TEST((closed[1].kind == meter::compute));
+  BOOST_TEST(closed[1].end_ms - closed[1].start_ms == 2 * 3'600'000);
+  BOOST_TEST(closed[1].bytes == std::int64_t{1} << 30);
+  // storage: claim (on 100) -> sampled 200: 200; -> deleted 300: 300.
+  BOOST_TEST((closed[0].kind == meter::storage));
+  BOOST_TEST(closed[0].bytes == 200);
+  BOOST_TEST(closed[0].start_ms == claim_ms);
+  BOOST_TEST((closed[2].kind == meter::storage));
+  BOOST_TEST(closed[2].bytes == 300);
+  BOOST_TEST(m->deleted);
+}
+
+// A pool sandbox deleted unclaimed (retired) was never billed to anyone.
+BOOST_AUTO_TEST_CASE(a_pool_sandbox_deleted_unclaimed_bills_nothing) {
+  sandbox_events s("sb-p3", "@pool", 0);
+  s.pool_created(1024, "k").started().after(1h).sampled(100).after(1h).remove(100);
+  std::optional<meter_state> m;
+  std::vector<closed_interval> closed;
+  for (const auto& e : s.events())
+    meter_event(m, e, closed);
+  BOOST_TEST(closed.empty());
+  BOOST_TEST(m->deleted);
+}
+
 namespace {
 
 events::template_event template_change(const std::string& id, events::template_scope scope,
