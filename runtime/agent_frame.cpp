@@ -66,7 +66,14 @@ std::string spawn_body(const agent_spawn& s) {
       put_u32(v, id);
     put_field(b, SBA_USER, v);
   }
+  if (s.pty)
+    put_field(b, SBA_PTY, window_body(s.pty->first, s.pty->second));
   return b;
+}
+
+std::string window_body(std::uint16_t cols, std::uint16_t rows) {
+  return {static_cast<char>(cols & 0xff), static_cast<char>(cols >> 8),
+          static_cast<char>(rows & 0xff), static_cast<char>(rows >> 8)};
 }
 
 frame_reader::frame_reader(std::size_t read_buffer) : buf_(read_buffer) {}

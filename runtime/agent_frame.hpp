@@ -46,7 +46,11 @@ struct agent_spawn {
   std::uint8_t builtin = 0;        // SBA_BUILTIN_*, 0: run argv
   // SBA_USER: uid, gid and supplementary gids (at most SBA_MAX_GROUPS); none: root.
   std::optional<std::vector<std::uint32_t>> user;
+  // SBA_PTY: a terminal of cols x rows for stdin, stdout and stderr (output all on OUT).
+  std::optional<std::pair<std::uint16_t, std::uint16_t>> pty;
 };
+// The body of an SBA_RESIZE (and of SBA_PTY): cols u16 | rows u16.
+std::string window_body(std::uint16_t cols, std::uint16_t rows);
 std::string spawn_body(const agent_spawn& s);
 
 class frame_reader {

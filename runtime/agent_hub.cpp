@@ -674,6 +674,15 @@ void agent_stream::end_stdin() {
   l.hub->flush(l, l.active);
 }
 
+void agent_stream::resize(std::uint16_t cols, std::uint16_t rows) {
+  agent_link& l = *link_;
+  std::lock_guard g(l.mu);
+  if (box_->finished || box_->end != stream_end::none || !l.active)
+    return;
+  l.active->session.resize(id_, cols, rows, l.active->wire);
+  l.hub->flush(l, l.active);
+}
+
 outcome<std::uint32_t> agent_stream::signal(int signal, std::chrono::milliseconds start_wait) {
   agent_link& l = *link_;
   std::unique_lock g(l.mu);

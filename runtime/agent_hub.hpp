@@ -73,6 +73,8 @@ public:
   // Sends `data` as stdin, waiting for credit; false once the stream ended.
   bool write_stdin(std::string_view data);
   void end_stdin();
+  // A terminal stream's new window size; nothing once the stream ended.
+  void resize(std::uint16_t cols, std::uint16_t rows);
   // `signal` to every process below the exec's guard: how many it reached, waiting (at most
   // `start_wait`) for the program to have started first; 0 when the exec has ended.
   outcome<std::uint32_t> signal(int signal, std::chrono::milliseconds start_wait);

@@ -234,6 +234,12 @@ void agent_session::end_stdin(std::uint32_t stream, std::string& wire) {
     put_frame(wire, SBA_STDIN_END, stream, {});
 }
 
+void agent_session::resize(std::uint32_t stream, std::uint16_t cols, std::uint16_t rows,
+                           std::string& wire) {
+  if (is_open(stream))
+    put_frame(wire, SBA_RESIZE, stream, window_body(cols, rows));
+}
+
 void agent_session::signal(std::uint32_t stream, int signal, clock::time_point now,
                            std::string& wire) {
   auto it = streams_.find(stream);

@@ -71,6 +71,8 @@ public:
   // Sends stdin (at most stdin_room) or its end.
   void send_stdin(std::uint32_t stream, std::string_view data, std::string& wire);
   void end_stdin(std::uint32_t stream, std::string& wire);
+  // A terminal stream's new window size (SBA_RESIZE); nothing for a stream that ended.
+  void resize(std::uint32_t stream, std::uint16_t cols, std::uint16_t rows, std::string& wire);
   // Asks for `signal` to the stream's tree; its `signalled` is due within `answer`.
   void signal(std::uint32_t stream, int signal, clock::time_point now, std::string& wire);
   // Whether `stream` is open (not ended).

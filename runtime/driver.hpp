@@ -105,6 +105,12 @@ struct exec_request {
   // to the output cap, from the calling thread. May block (the process then waits on
   // its output pipe). May be empty.
   std::function<void(output_stream, std::string_view)> on_output;
+  // A terminal (a pty inside the sandbox, made by its agent) of this size, columns then rows
+  // (1-4096 each), as the program's stdin, stdout and stderr: all its output is `out`, stdin
+  // is its keyboard (none: no key is ever pressed). resize_exec changes the size while it
+  // runs. Needs exec_id (to be resized) and the agent (invalid_argument for a container
+  // without it; the hollow driver runs none).
+  std::optional<std::pair<std::uint16_t, std::uint16_t>> terminal;
 };
 
 struct exec_result {
@@ -206,6 +212,16 @@ public:
   // is running. Signal 0 only checks that it runs.
   virtual outcome<void> signal_exec(const std::string& id, const std::string& exec_id,
                                     int signal) = 0;
+  // A terminal exec's new window size (exec_request::terminal): the program sees it (and gets
+  // SIGWINCH) at once. not_found when no such exec runs; invalid_argument for an exec without
+  // a terminal.
+  virtual outcome<void> resize_exec(const std::string& id, const std::string& exec_id,
+                                    std::uint16_t cols, std::uint16_t rows) {
+    (void)cols;
+    (void)rows;
+    return make_error(errc::not_found, "no exec " + exec_id + " with a terminal runs in sandbox " +
+                                         id + ": this driver runs no terminals");
+  }
   // running -> paused_filesystem or paused_memory.
   virtual outcome<void> pause(const std::string& id, pause_mode mode) = 0;
   // paused_* -> running. After a filesystem pause, processes start afresh.

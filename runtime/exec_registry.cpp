@@ -24,11 +24,12 @@ exec_registry::entry::~entry() {
 }
 
 outcome<exec_registry::entry> exec_registry::add(const std::string& id, const std::string& exec_id,
-                                                 signaller s) {
+                                                 signaller s, resizer r) {
   if (exec_id.empty())
     return entry();
   auto sl = std::make_shared<slot>();
   sl->signaller = std::move(s);
+  sl->resizer = std::move(r);
   std::lock_guard<std::mutex> g(mu_);
   auto [it, fresh] = running_.emplace(key(id, exec_id), sl);
   if (!fresh)
@@ -62,6 +63,26 @@ outcome<void> exec_registry::signal(const std::string& id, const std::string& ex
   if (sig == 0)
     return {};
   return sl->signaller(sig);
+}
+
+outcome<void> exec_registry::resize(const std::string& id, const std::string& exec_id,
+                                    std::uint16_t cols, std::uint16_t rows) {
+  std::shared_ptr<slot> sl;
+  {
+    std::lock_guard<std::mutex> g(mu_);
+    if (auto it = running_.find(key(id, exec_id)); it != running_.end())
+      sl = it->second;
+  }
+  if (!sl)
+    return make_error(errc::not_found, "no exec " + exec_id + " is running in sandbox " + id +
+                                         "; list the running execs");
+  std::lock_guard<std::mutex> g(sl->mu);
+  if (sl->gone)
+    return make_error(errc::not_found, "exec " + exec_id + " in sandbox " + id + " has ended");
+  if (!sl->resizer)
+    return make_error(errc::invalid_argument,
+                      "exec " + exec_id + " in sandbox " + id + " has no terminal to resize");
+  return sl->resizer(cols, rows);
 }
 
 } // namespace sandboxd::runtime

@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
@@ -32,10 +33,12 @@ class exec_registry {
     std::mutex mu;
     bool gone = false;
     std::function<outcome<void>(int signal)> signaller;
+    std::function<outcome<void>(std::uint16_t cols, std::uint16_t rows)> resizer;
   };
 
 public:
   using signaller = std::function<outcome<void>(int signal)>;
+  using resizer = std::function<outcome<void>(std::uint16_t cols, std::uint16_t rows)>;
 
   class entry {
   public:
@@ -53,9 +56,14 @@ public:
   };
 
   // conflict when the sandbox already runs an exec with this id.
-  outcome<entry> add(const std::string& id, const std::string& exec_id, signaller s);
+  // `r`: how a terminal exec's window changes size (empty: it has no terminal).
+  outcome<entry> add(const std::string& id, const std::string& exec_id, signaller s,
+                     resizer r = {});
   // not_found when no such exec runs; signal 0 only checks that it does.
   outcome<void> signal(const std::string& id, const std::string& exec_id, int signal);
+  // not_found as signal; invalid_argument for an exec without a terminal.
+  outcome<void> resize(const std::string& id, const std::string& exec_id, std::uint16_t cols,
+                       std::uint16_t rows);
 
   static constexpr std::chrono::milliseconds k_start_wait{2000};
   static constexpr std::size_t k_ended_kept = 4096;

@@ -72,7 +72,8 @@ outcome<exec_result> oci_driver::exec_through_agent(const sandbox_record& r, age
   listen_for_agent(r, false);
   const std::uint64_t cap =
     req.max_output_bytes != 0 ? req.max_output_bytes : r.info.limits.max_output_bytes;
-  spawn.stdin_pipe = req.stdin_data.has_value() || static_cast<bool>(req.stdin_source);
+  spawn.stdin_pipe =
+    req.stdin_data.has_value() || static_cast<bool>(req.stdin_source) || spawn.pty.has_value();
   spawn.max_output = cap;
   spawn.timeout_ms = req.timeout.count() > 0 ? static_cast<std::uint64_t>(req.timeout.count()) : 0;
 
@@ -82,20 +83,32 @@ outcome<exec_result> oci_driver::exec_through_agent(const sandbox_record& r, age
   std::mutex stream_mu;
   std::condition_variable stream_cv;
   bool stream_settled = false;
-  auto running = execs_.add(id, req.exec_id, [&](int signal) -> outcome<void> {
-    {
-      std::unique_lock g(stream_mu);
-      stream_cv.wait_for(g, exec_registry::k_start_wait, [&] { return stream_settled; });
-    }
-    auto n = stream ? stream->signal(signal, exec_registry::k_start_wait)
-                    : outcome<std::uint32_t>(std::uint32_t{0});
-    if (!n)
-      return n.err();
-    if (n.value() == 0)
-      return make_error(errc::not_found, "exec " + req.exec_id + " in sandbox " + id +
-                                           " has no process left to signal");
-    return {};
-  });
+  auto running = execs_.add(
+    id, req.exec_id,
+    [&](int signal) -> outcome<void> {
+      {
+        std::unique_lock g(stream_mu);
+        stream_cv.wait_for(g, exec_registry::k_start_wait, [&] { return stream_settled; });
+      }
+      auto n = stream ? stream->signal(signal, exec_registry::k_start_wait)
+                      : outcome<std::uint32_t>(std::uint32_t{0});
+      if (!n)
+        return n.err();
+      if (n.value() == 0)
+        return make_error(errc::not_found, "exec " + req.exec_id + " in sandbox " + id +
+                                             " has no process left to signal");
+      return {};
+    },
+    !spawn.pty ? exec_registry::resizer()
+               : [&](std::uint16_t cols, std::uint16_t rows) -> outcome<void> {
+      {
+        std::unique_lock g(stream_mu);
+        stream_cv.wait_for(g, exec_registry::k_start_wait, [&] { return stream_settled; });
+      }
+      if (stream)
+        stream->resize(cols, rows);
+      return {};
+    });
   if (!running)
     return running.err();
   const auto started = std::chrono::steady_clock::now();

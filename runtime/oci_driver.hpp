@@ -123,6 +123,8 @@ public:
   outcome<void> start(const std::string& id) override;
   outcome<exec_result> exec(const std::string& id, const exec_request& request) override;
   outcome<void> signal_exec(const std::string& id, const std::string& exec_id, int signal) override;
+  outcome<void> resize_exec(const std::string& id, const std::string& exec_id, std::uint16_t cols,
+                            std::uint16_t rows) override;
   outcome<void> pause(const std::string& id, pause_mode mode) override;
   outcome<void> resume(const std::string& id) override;
   outcome<void> remove(const std::string& id) override;

@@ -110,6 +110,19 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
       full.env.emplace_back("HOME", user->home);
     full.env.insert(full.env.end(), rec.env.begin(), rec.env.end());
     full.env.insert(full.env.end(), req.env.begin(), req.env.end());
+    if (req.terminal) {
+      const auto [cols, rows] = *req.terminal;
+      if (cols == 0 || rows == 0 || cols > SBA_MAX_TERMINAL_SIDE || rows > SBA_MAX_TERMINAL_SIDE)
+        return make_error(errc::invalid_argument, "a terminal of " + std::to_string(cols) + "x" +
+                                                    std::to_string(rows) + " is not one: give 1-" +
+                                                    std::to_string(SBA_MAX_TERMINAL_SIDE) +
+                                                    " columns and rows");
+      if (!rec.agent)
+        return make_error(errc::invalid_argument,
+                          "sandbox " + id +
+                            " runs without its agent (made by an older sandboxd), which makes "
+                            "terminals; pause it (filesystem) and resume it to run one");
+    }
     if (!rec.agent)
       return exec_through_runtime(rec, full, user ? &*user : nullptr);
     auto env = exec_environment(full);
@@ -119,6 +132,7 @@ outcome<exec_result> oci_driver::exec(const std::string& id, const exec_request&
     spawn.argv = full.argv;
     spawn.env = std::move(env).value();
     spawn.cwd = full.cwd;
+    spawn.pty = req.terminal;
     if (user) {
       spawn.user.emplace({user->uid, user->gid});
       spawn.user->insert(spawn.user->end(), user->groups.begin(), user->groups.end());
@@ -223,6 +237,19 @@ outcome<exec_result> oci_driver::exec_through_runtime(const sandbox_record& rec,
     }
     return res;
   });
+}
+
+outcome<void> oci_driver::resize_exec(const std::string& id, const std::string& exec_id,
+                                      std::uint16_t cols, std::uint16_t rows) {
+  if (auto c = check_sandbox_id(id); !c)
+    return c;
+  if (cols == 0 || rows == 0 || cols > SBA_MAX_TERMINAL_SIDE || rows > SBA_MAX_TERMINAL_SIDE)
+    return make_error(errc::invalid_argument, "a terminal of " + std::to_string(cols) + "x" +
+                                                std::to_string(rows) + " is not one: give 1-" +
+                                                std::to_string(SBA_MAX_TERMINAL_SIDE) +
+                                                " columns and rows");
+  return guard_faults("resize exec " + exec_id + " in sandbox " + id,
+                      [&] { return execs_.resize(id, exec_id, cols, rows); });
 }
 
 outcome<void> oci_driver::signal_exec(const std::string& id, const std::string& exec_id,

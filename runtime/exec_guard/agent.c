@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
@@ -51,6 +52,7 @@ struct exec {
   uint64_t drained[2];     /* read since the end */
   int64_t rest_until[2];   /* monotonic us: the pipe is not polled before */
   int truncated;
+  int pty; /* fd_out[0] is a terminal's master */
   char* in_buf; /* SBA_STDIN_WINDOW bytes */
   size_t in_len;
   int in_end, in_broken;
@@ -285,6 +287,8 @@ struct spawn {
   uint32_t gid;
   int ngroups;
   uint32_t* groups; /* SBA_MAX_GROUPS of them, in block */
+  int pty;
+  uint16_t cols, rows;
   char* block;
 };
 
@@ -362,6 +366,16 @@ static int parse_spawn(const unsigned char* b, uint32_t n, struct spawn* s) {
         return -1;
       s->builtin = v[0];
       break;
+    case SBA_PTY:
+      if (len != 4 || s->pty)
+        return -1;
+      s->pty = 1;
+      s->cols = (uint16_t)(v[0] | v[1] << 8);
+      s->rows = (uint16_t)(v[2] | v[3] << 8);
+      if (s->cols == 0 || s->rows == 0 || s->cols > SBA_MAX_TERMINAL_SIDE ||
+          s->rows > SBA_MAX_TERMINAL_SIDE)
+        return -1;
+      break;
     case SBA_USER:
       if (len < 8 || len % 4 != 0 || (len - 8) / 4 > SBA_MAX_GROUPS || s->set_user)
         return -1;
@@ -432,6 +446,29 @@ static pid_t fork_guard(const struct guard_spec* g) {
   _exit(0);
 }
 
+/* A new terminal of the spawn's size: its master (the agent's side, non-blocking later) and
+ * the program's side. 0, or -1 with errno. */
+static int open_terminal(const struct spawn* s, int* master, int* program) {
+  int m = posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (m < 0)
+    return -1;
+  char name[64];
+  struct winsize ws = {s->rows, s->cols, 0, 0};
+  int p = -1;
+  if (unlockpt(m) == 0 && ptsname_r(m, name, sizeof name) == 0 &&
+      ioctl(m, TIOCSWINSZ, &ws) == 0)
+    p = open(name, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (p < 0) {
+    int e = errno;
+    close(m);
+    errno = e;
+    return -1;
+  }
+  *master = m;
+  *program = p;
+  return 0;
+}
+
 static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
   if (id == 0 || id <= last_stream) {
     drop_connection(); /* the host broke the protocol: start afresh */
@@ -456,15 +493,26 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
   /* The program's ends block (as a program expects); the agent's are made non-blocking once
    * the guard runs, off the way to the program's start. */
   int po[2] = {-1, -1}, pe[2] = {-1, -1}, pi[2] = {-1, -1};
-  int ok = pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0;
-  if (ok && s.stdin_pipe)
-    ok = pipe2(pi, O_CLOEXEC) == 0;
-  else if (ok && dev_null < 0)
-    ok = (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;
+  int ok;
+  if (s.pty) {
+    /* A terminal: the agent reads its output from the master (po[0]) and writes its keyboard
+     * to a copy of it (pi[1]); the program gets the other side (pi[0]) as 0, 1 and 2. */
+    ok = open_terminal(&s, &po[0], &pi[0]) == 0;
+    if (ok)
+      ok = (pi[1] = fcntl(po[0], F_DUPFD_CLOEXEC, 3)) >= 0;
+  } else {
+    ok = pipe2(po, O_CLOEXEC) == 0 && pipe2(pe, O_CLOEXEC) == 0;
+    if (ok && s.stdin_pipe)
+      ok = pipe2(pi, O_CLOEXEC) == 0;
+    else if (ok && dev_null < 0)
+      ok = (pi[0] = open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;
+  }
   int err = errno;
   const int in_fd = pi[0] >= 0 ? pi[0] : dev_null;
-  char* in_buf = ok && s.stdin_pipe ? malloc(SBA_STDIN_WINDOW) : NULL;
-  if (ok && s.stdin_pipe && in_buf == NULL)
+  const int out_fd = s.pty ? pi[0] : po[1], err_fd = s.pty ? pi[0] : pe[1];
+  const int want_stdin = s.stdin_pipe || s.pty;
+  char* in_buf = ok && want_stdin ? malloc(SBA_STDIN_WINDOW) : NULL;
+  if (ok && want_stdin && in_buf == NULL)
     ok = 0, err = ENOMEM;
   if (!ok) {
     int* all[] = {po, pe, pi};
@@ -478,13 +526,15 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
     return;
   }
   /* Bigger pipes: fewer, larger reads (refused past the user's pipe quota: kept small). */
-  fcntl(po[1], F_SETPIPE_SZ, 256 << 10);
-  fcntl(pe[1], F_SETPIPE_SZ, 256 << 10);
+  if (!s.pty) {
+    fcntl(po[1], F_SETPIPE_SZ, 256 << 10);
+    fcntl(pe[1], F_SETPIPE_SZ, 256 << 10);
+  }
   if (++last_serial == 0)
     last_serial = 1;
-  struct guard_spec g = {s.argv,      s.envp,     s.cwd,        in_fd,    po[1],
-                         pe[1],       s.timeout_ms, s.builtin,  records_out, last_serial,
-                         s.set_user,  s.uid,        s.gid,      s.ngroups,   s.groups};
+  struct guard_spec g = {s.argv,      s.envp,     s.cwd,        in_fd,    out_fd,
+                         err_fd,      s.timeout_ms, s.builtin,  records_out, last_serial,
+                         s.set_user,  s.uid,        s.gid,      s.ngroups,   s.groups, s.pty};
   /* A vm guard reads the spawn's strings until its program runs: they are its to keep. It
    * shares the agent's descriptors, so the program's ends stay open here until it reports
    * the program started; a forked guard has copies of them already. */
@@ -528,6 +578,7 @@ static void start_exec(uint32_t id, const unsigned char* body, uint32_t n) {
   e->credit = s.window;
   e->max_output = s.max_output;
   e->in_buf = in_buf;
+  e->pty = s.pty;
   e->backstop_at = s.timeout_ms > 0 ? now_ms() + s.timeout_ms + BACKSTOP_MS : 0;
 }
 
@@ -739,6 +790,15 @@ static void handle_frame(uint8_t kind, uint32_t stream, const unsigned char* b, 
     put_u32_frame(SBA_SIGNALLED, stream, (uint32_t)count);
     return;
   }
+  case SBA_RESIZE:
+    if (e != NULL && e->pty && e->fd_out[0] >= 0 && n == 4) {
+      struct winsize ws = {(unsigned short)(b[2] | b[3] << 8), (unsigned short)(b[0] | b[1] << 8),
+                           0, 0};
+      if (ws.ws_col > 0 && ws.ws_row > 0 && ws.ws_col <= SBA_MAX_TERMINAL_SIDE &&
+          ws.ws_row <= SBA_MAX_TERMINAL_SIDE)
+        ioctl(e->fd_out[0], TIOCSWINSZ, &ws);
+    }
+    return;
   case SBA_CREDIT:
     if (e != NULL && n == 4) {
       e->credit += get32(b);

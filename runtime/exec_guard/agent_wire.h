@@ -44,6 +44,7 @@ enum sba_host_kind {
   SBA_SIGNAL = 69,    /* signal u32: to every process below the exec's guard (0: count) */
   SBA_CREDIT = 70,    /* bytes u32: more output credit for the stream */
   SBA_REPLACED = 71,  /* stream 0: another connection is the agent now; do not reconnect */
+  SBA_RESIZE = 72,    /* cols u16 | rows u16: a terminal stream's new window size */
 };
 
 /* Fields of a spawn body, each tag u8 | length u32 | value. */
@@ -58,10 +59,15 @@ enum sba_spawn_tag {
   SBA_BUILTIN = 8,    /* u8 SBA_BUILTIN_*: a file change by the agent's own code, no program */
   SBA_USER = 9,       /* uid u32 | gid u32 | supplementary gid u32 (at most SBA_MAX_GROUPS):
                        * the program runs as this user; without the field, as root */
+  SBA_PTY = 10,       /* cols u16 | rows u16: stdin, stdout and stderr are a new terminal of
+                       * this size, the program's controlling terminal in a session of its
+                       * own; its output comes as OUT frames, STDIN frames are its keyboard */
 };
 
 /* Supplementary groups an SBA_USER field carries, at most. */
 #define SBA_MAX_GROUPS 64u
+/* A terminal's columns and rows, each at least 1 and at most this. */
+#define SBA_MAX_TERMINAL_SIDE 4096u
 
 enum sba_builtin {
   SBA_BUILTIN_WRITE = 1,  /* args: path, octal mode; content on stdin */

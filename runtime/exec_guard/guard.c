@@ -10,6 +10,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/time.h>
@@ -50,6 +51,10 @@ static void become_program(const struct guard_spec* g, const sigset_t* old) {
   if (g->err_fd >= 0)
     dup2(g->err_fd, 2);
   close_from(3);
+  if (g->pty && (setsid() < 0 || ioctl(0, TIOCSCTTY, 0) < 0)) {
+    fprintf(stderr, "cannot take the terminal: %s\n", strerror(errno));
+    _exit(126);
+  }
   if (g->cwd != NULL && chdir(g->cwd) != 0) {
     fprintf(stderr, "cannot change to the working directory %s: %s\n", g->cwd, strerror(errno));
     _exit(126);

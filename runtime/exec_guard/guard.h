@@ -36,6 +36,9 @@ struct guard_spec {
   uint32_t gid;
   int ngroups;
   const uint32_t* groups;
+  /* 1: in_fd is a terminal: the program starts a session of its own and takes it as its
+   * controlling terminal. */
+  int pty;
 };
 
 /* Records written to status_fd, one write each (atomic: many guards share one pipe). */

@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -235,6 +236,11 @@ static int program_main(void* arg) {
     if (fds[i] >= 0 && fds[i] != i)
       raw_syscall3(SYS_dup3, fds[i], i, 0);
   close_range_raw(3, ~0u);
+  if (g->pty && (raw_syscall0(SYS_setsid) < 0 || raw_syscall3(SYS_ioctl, 0, TIOCSCTTY, 0) < 0)) {
+    const char* why[] = {"cannot take the terminal", NULL};
+    say(2, why);
+    return 126;
+  }
   if (g->cwd != NULL) {
     long r = raw_syscall1(SYS_chdir, g->cwd);
     if (r < 0) {

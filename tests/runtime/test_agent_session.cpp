@@ -218,6 +218,21 @@ BOOST_FIXTURE_TEST_CASE(a_failed_start_is_quoted_printable_and_bounded, fixture)
   BOOST_TEST(g.take(frame(SBA_FAILED, gid, u32(2) + std::string(300, 'x'))).has_value());
 }
 
+BOOST_FIXTURE_TEST_CASE(a_resize_goes_to_an_open_stream_only, fixture) {
+  ready();
+  const auto id = open(100, 0ms, true);
+  wire.clear();
+  s.resize(id, 132, 50, wire);
+  auto f = sent(wire);
+  BOOST_TEST_REQUIRE(f.size() == 1u);
+  BOOST_TEST(f[0].kind == SBA_RESIZE);
+  BOOST_TEST(f[0].stream == id);
+  BOOST_TEST(f[0].body == std::string("\x84\0\x32\0", 4)); // cols, rows: u16 little-endian
+  wire.clear();
+  s.resize(id + 1, 10, 10, wire); // no such stream
+  BOOST_TEST(wire.empty());
+}
+
 BOOST_FIXTURE_TEST_CASE(stdin_is_sent_within_its_credit_and_credit_back_is_bounded, fixture) {
   ready();
   const auto id = open(100, 0ms, true);

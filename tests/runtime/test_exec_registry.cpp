@@ -58,3 +58,22 @@ BOOST_AUTO_TEST_CASE(an_exec_that_never_starts_is_not_found_after_the_wait) {
   BOOST_TEST((res.err().code == errc::not_found));
   BOOST_TEST((steady::now() - t0 >= exec_registry::k_start_wait));
 }
+
+BOOST_AUTO_TEST_CASE(only_an_exec_with_a_terminal_resizes) {
+  exec_registry r;
+  auto none = [](int) -> sandboxd::runtime::outcome<void> { return {}; };
+  std::pair<int, int> got{0, 0};
+  auto plain = r.add("sb-1", "plain", none);
+  auto term = r.add("sb-1", "term", none,
+                    [&](std::uint16_t c, std::uint16_t rows) -> sandboxd::runtime::outcome<void> {
+                      got = {c, rows};
+                      return {};
+                    });
+  BOOST_REQUIRE(plain.ok());
+  BOOST_REQUIRE(term.ok());
+  BOOST_TEST(r.resize("sb-1", "term", 132, 50).ok());
+  BOOST_TEST((got == std::pair<int, int>{132, 50}));
+  BOOST_TEST((r.resize("sb-1", "plain", 10, 10).code() == errc::invalid_argument));
+  BOOST_TEST((r.resize("sb-1", "other", 10, 10).code() == errc::not_found));
+  BOOST_TEST((r.resize("sb-2", "term", 10, 10).code() == errc::not_found)); // another sandbox's
+}

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <deque>
 #include <fstream>
 #include <mutex>
 #include <optional>
@@ -471,6 +472,124 @@ void execs_run_as_the_named_user(driver& d, const std::string& id) {
 BOOST_FIXTURE_TEST_CASE(execs_run_as_the_user_they_name, fixture) {
   running("user");
   execs_run_as_the_named_user(*d, "user");
+}
+
+// A terminal: keys typed into it, the shell's prompt and echo coming back, its size as the
+// program sees it, a resize while it runs, a full-screen program, and its exit status.
+struct terminal_session {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::string screen;           // everything the terminal printed
+  std::deque<std::string> keys; // typed, not yet taken by the driver
+  bool closed = false;
+
+  void type(const std::string& k) {
+    std::lock_guard g(mu);
+    keys.push_back(k);
+    cv.notify_all();
+  }
+  void close() {
+    std::lock_guard g(mu);
+    closed = true;
+    cv.notify_all();
+  }
+  // Waits until the screen holds `text` after `from` (a generous bound that only guards
+  // against a hang); the offset just past it.
+  std::size_t wait_for(const std::string& text, std::size_t from = 0) {
+    std::unique_lock g(mu);
+    cv.wait_for(g, std::chrono::seconds(30),
+                [&] { return screen.find(text, from) != std::string::npos; });
+    auto at = screen.find(text, from);
+    BOOST_TEST_REQUIRE(at != std::string::npos, "no '" << text << "' on the screen: " << screen);
+    return at + text.size();
+  }
+};
+
+BOOST_FIXTURE_TEST_CASE(a_terminal_exec_gets_a_pty_that_resizes, fixture) {
+  running("tty");
+  terminal_session t;
+  exec_request r;
+  r.exec_id = "term";
+  r.argv = {"/bin/sh"};
+  r.env = {{"PS1", "prompt> "}, {"TERM", "xterm"}};
+  r.terminal = std::pair<std::uint16_t, std::uint16_t>{80, 24};
+  r.stdin_source = [&](std::string& chunk) {
+    std::unique_lock g(t.mu);
+    t.cv.wait(g, [&] { return t.closed || !t.keys.empty(); });
+    if (t.keys.empty())
+      return false;
+    chunk = std::move(t.keys.front());
+    t.keys.pop_front();
+    return true;
+  };
+  r.on_output = [&](output_stream s, std::string_view data) {
+    BOOST_TEST((s == output_stream::out)); // a terminal has one output
+    std::lock_guard g(t.mu);
+    t.screen.append(data);
+    t.cv.notify_all();
+  };
+  std::optional<outcome<exec_result>> result;
+  std::thread runner([&] { result.emplace(d->exec("tty", r)); });
+  struct end_on_failure { // a failed check must not leave the exec running
+    fixture& f;
+    terminal_session& t;
+    std::thread& runner;
+    ~end_on_failure() {
+      if (!runner.joinable())
+        return;
+      (void)f.d->signal_exec("tty", "term", SIGKILL);
+      t.close();
+      runner.join();
+    }
+  } ended{*this, t, runner};
+  auto at = t.wait_for("prompt> "); // an interactive shell: stdin is a terminal
+  t.type("tty; stty size; echo $((6*7))\n");
+  at = t.wait_for("/dev/pts/", at);
+  at = t.wait_for("24 80\r\n", at); // the terminal turns \n into \r\n
+  at = t.wait_for("42\r\n", at);
+  auto resized = d->resize_exec("tty", "term", 132, 50);
+  BOOST_TEST_REQUIRE(resized.ok(), (resized ? "" : resized.err().message));
+  t.type("stty size\n");
+  at = t.wait_for("50 132\r\n", at);
+  // A full-screen program draws with escape sequences into it.
+  t.type("top -b -n1 | head -3; clear; echo dr"
+         "awn\n");
+  at = t.wait_for("Mem:", at);
+  at = t.wait_for("\x1b[", at); // clear's escape
+  at = t.wait_for("drawn", at);
+  // ^C reaches the foreground program, not the shell.
+  t.type("echo sleeping; /bin/sleep 1000\n");
+  at = t.wait_for("sleeping\r\n", at);
+  // Once it runs it is the terminal's foreground job (the shell made it so before its exec).
+  exec_request seen;
+  seen.argv = {"/bin/sh", "-c", "while ! pidof sleep >/dev/null; do usleep 10000; done"};
+  seen.timeout = std::chrono::seconds(30);
+  BOOST_TEST_REQUIRE(d->exec("tty", seen)->exit_code == 0);
+  t.type("\x03");
+  t.type("echo after $?\n");
+  at = t.wait_for("after 130", at);
+  BOOST_TEST((d->resize_exec("tty", "nope", 10, 10).code() == sandboxd::errc::not_found));
+  BOOST_TEST((d->resize_exec("tty", "term", 0, 10).code() == sandboxd::errc::invalid_argument));
+  BOOST_TEST((d->resize_exec("tty", "term", 10, 5000).code() == sandboxd::errc::invalid_argument));
+  t.type("exit 3\n");
+  t.close(); // the driver waits for a pull in progress: no more keys come
+  runner.join();
+  BOOST_TEST_REQUIRE(result->ok(), (result->ok() ? "" : result->err().message));
+  BOOST_TEST((*result)->exit_code == 3);
+  BOOST_TEST((*result)->stderr_data.empty());
+  // An exec without a terminal has none to resize; a terminal of no size is refused.
+  exec_request plain;
+  plain.exec_id = "plain";
+  plain.argv = {"sleep", "5"};
+  std::thread p([&] { (void)d->exec("tty", plain); });
+  BOOST_TEST(d->signal_exec("tty", "plain", 0).ok()); // waits for it to run
+  BOOST_TEST((d->resize_exec("tty", "plain", 10, 10).code() == sandboxd::errc::invalid_argument));
+  BOOST_TEST(d->signal_exec("tty", "plain", SIGKILL).ok());
+  p.join();
+  exec_request zero;
+  zero.argv = {"true"};
+  zero.terminal = std::pair<std::uint16_t, std::uint16_t>{0, 24};
+  BOOST_TEST((d->exec("tty", zero).code() == sandboxd::errc::invalid_argument));
 }
 
 // A driver whose new containers run without the agent (oci_options::agent off): execs go
