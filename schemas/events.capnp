@@ -51,6 +51,8 @@ struct Event {
     connectionDenied @31 :ConnectionDenied;
     connectionClosed @32 :ConnectionClosed;
     template @33 :TemplateEvent;   # a template's history; sandboxId is "@templates"
+    snapshotRequested @34 :SnapshotRequested;
+    snapshotDeleted @35 :SnapshotDeleted;
   }
 }
 
@@ -138,6 +140,7 @@ enum CommandKind {
   setNetwork @27;
   openConnection @28;
   closeConnection @29;
+  deleteSnapshot @30;
 }
 
 enum OpOutcome {
@@ -152,6 +155,7 @@ enum FileOpKind {
   makeDir @1;
   remove @2;
   rename @3;
+  snapshot @4;     # a snapshot of the writable layer (SnapshotRequested / SnapshotTaken)
 }
 
 enum FileReadKind {
@@ -214,6 +218,7 @@ struct Created {
   clientRequestId @6 :Text;      # makes create idempotent
   env @7 :List(EnvVar);          # every exec sees these
   content @8 :TemplateRef;       # the exact template content the root filesystem is made of
+  fromSnapshot @9 :Text;         # a fork: its writable layer started as this snapshot ("" none)
 }
 
 struct TemplateRef {
@@ -308,8 +313,30 @@ struct StorageSampled {
 }
 
 struct SnapshotTaken {
+  # The outcome of a SnapshotRequested (docs/snapshots.md). Records written before snapshots
+  # had an intent carry only the first two fields (opId "" and outcome completed).
   snapshotId @0 :Text;
-  writableLayerBytes @1 :UInt64;
+  writableLayerBytes @1 :UInt64; # the source layer's referenced bytes at the snapshot
+  opId @2 :Text;                 # the SnapshotRequested's
+  outcome @3 :OpOutcome;
+  errorCode @4 :ErrorCode;       # outcome failed: why
+  errorMessage @5 :Text;
+  name @6 :Text;                 # as the caller gave it ("" for none)
+  referencedBytes @7 :UInt64;    # the snapshot's btrfs qgroup counts, after a commit
+  exclusiveBytes @8 :UInt64;     # (exclusive: what deleting the snapshot would free)
+}
+
+struct SnapshotRequested {
+  # A read-only snapshot of the sandbox's writable layer, logged before it is taken.
+  opId @0 :Text;                 # unique per sandbox; SnapshotTaken names it
+  snapshotId @1 :Text;           # snap-<16 hex digits>, chosen by sandboxd
+  name @2 :Text;                 # the caller's name for it ("" for none)
+}
+
+struct SnapshotDeleted {
+  # A snapshot of this sandbox was deleted (logged before its subvolume is deleted). Also
+  # after the sandbox itself was deleted: its snapshots outlive it.
+  snapshotId @0 :Text;
 }
 
 struct TimeoutChanged {

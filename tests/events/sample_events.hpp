@@ -137,6 +137,9 @@ inline std::vector<event> samples() {
   for (auto& b : bodies)
     out.push_back(sample_envelope(seq++, std::move(b)));
   out.push_back(template_samples().front()); // template_event: its first change
+  out.push_back(sample_envelope(
+    seq++, snapshot_requested{"op-snap-1", "snap-00112233aabbccdd", "before the migration"}));
+  out.push_back(sample_envelope(seq++, snapshot_deleted{"snap-00112233aabbccdd"}));
   return out;
 }
 
@@ -201,6 +204,16 @@ inline std::vector<event> samples_v2() {
   out.push_back(sample_envelope(104, fr));
   out.push_back(sample_envelope(105, timeout_changed{timeouts}));
   out.push_back(sample_envelope(106, deleted{3'221'225'472}));
+  snapshot_taken st;
+  st.snapshot_id = "snap-00112233aabbccdd";
+  st.writable_layer_bytes = 1'073'758'208;
+  st.op_id = "op-snap-1";
+  st.outcome = op_outcome::failed;
+  st.failure = error{errc::resource_exhausted, "the layer pool is full"};
+  st.name = "before the migration";
+  st.referenced_bytes = 1'073'774'592;
+  st.exclusive_bytes = 16'384;
+  out.push_back(sample_envelope(107, st));
   // A template's `ready` with the bytes its FROM template does not have.
   for (auto e : template_samples())
     if (auto* t = std::get_if<template_event>(&e.body))
@@ -229,6 +242,13 @@ inline std::vector<event> samples_v3() {
   cr.content.working_directory = "/workspace";
   cr.content.user = "1000:1000";
   return {sample_envelope(201, cr)};
+}
+
+// Payloads extended a third time (<name>.v4.bin): `created` of a fork.
+inline std::vector<event> samples_v4() {
+  auto cr = std::get<created>(samples_v3()[0].body);
+  cr.from_snapshot = "snap-00112233aabbccdd";
+  return {sample_envelope(301, cr)};
 }
 
 } // namespace sandboxd::events::testing

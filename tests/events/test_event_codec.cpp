@@ -228,6 +228,7 @@ BOOST_AUTO_TEST_CASE(every_extended_golden_file_decodes_to_its_sample) {
 // `created` naming its template content (a v1 and v2 file decode with none).
 BOOST_AUTO_TEST_CASE(created_with_template_content_decodes_from_its_golden_file) {
   check_golden(sandboxd::events::testing::samples_v3(), ".v3.bin");
+  check_golden(sandboxd::events::testing::samples_v4(), ".v4.bin");
 }
 
 // Every change of the template stream, from its golden file.
