@@ -192,6 +192,9 @@ layer_pool::layer_pool(layer_pool_options options)
 layer_pool::~layer_pool() {
   if (keep_mounted_)
     return;
+  // A handle inside the pool keeps it busy; an empty snapshot directory is no layer left.
+  snapshots_fd_.reset();
+  ::unlinkat(dir_fd_.get(), ".snapshots", AT_REMOVEDIR);
   const bool layers_left = !is_empty_dir(dir_fd_.get());
   dir_fd_.reset();
   if (layers_left) {
@@ -435,9 +438,10 @@ void layer_pool::commit() {
     fail("commit " + dir_);
 }
 
-std::uint64_t layer_pool::usage(const std::string& id) {
+std::uint64_t layer_pool::usage(const std::string& id, bool commit_first) {
   std::uint64_t qgroup = subvolume_id(id);
-  commit();
+  if (commit_first)
+    commit();
   return qgroup_of(qgroup, "layer " + id).referenced;
 }
 

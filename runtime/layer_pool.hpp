@@ -67,8 +67,8 @@ public:
   const std::string& mount_point() const { return dir_; }
 
   // The layer's bytes as the kernel counts them, after committing what was written so
-  // far (a btrfs transaction commit of the pool).
-  std::uint64_t usage(const std::string& id);
+  // far (a btrfs transaction commit of the pool); without `commit`, as of the last commit.
+  std::uint64_t usage(const std::string& id, bool commit = true);
   // Flushes and commits the pool (what usage() does first).
   void commit();
 

@@ -58,8 +58,8 @@ outcome<snapshot_info> oci_driver::snapshot(const std::string& id, const std::st
       throw *failed;
     }
     snapshot_info out;
-    auto q = layers_.snapshot_usage(snap);
-    out.layer_bytes = layers_.usage(id);
+    auto q = layers_.snapshot_usage(snap); // after one commit of the pool, for both counts
+    out.layer_bytes = layers_.usage(id, false);
     out.referenced_bytes = q.referenced;
     out.exclusive_bytes = q.exclusive;
     return out;
