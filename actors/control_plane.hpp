@@ -225,6 +225,17 @@ public:
   // sandbox holds no tenant's data, and deleted it holds nothing of the host's either (after a
   // crash they are adopted instead).
   bool drain_pools(std::chrono::milliseconds limit);
+  // --- snapshots (docs/snapshots.md) ---------------------------------------------------------
+  // Takes snapshot `snapshot_id` (base/snapshot_id.hpp, chosen by the caller) of the sandbox's
+  // writable layer: snapshot_requested logged, the driver's snapshot, snapshot_taken logged,
+  // answered with it (its outcome failed with the driver's error when it could not be taken).
+  void snapshot(std::string sandbox_id, caller who, std::string snapshot_id, std::string name,
+                op_done<events::snapshot_taken> done);
+  // Deletes a snapshot of sandbox `sandbox_id` (its source, deleted or not): snapshot_deleted
+  // logged, then the driver's remove_snapshot. The caller has checked that it exists and is
+  // the tenant's (a deleted sandbox is still its tenant's in the log).
+  void delete_snapshot(std::string sandbox_id, caller who, std::string snapshot_id,
+                       op_done<events::snapshot_deleted> done);
 
   const recovery_report& recovery() const;
   // What the directory reports; `answered` is false when it did not within `limit` (a

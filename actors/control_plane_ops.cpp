@@ -336,4 +336,53 @@ void control_plane::rename_path(std::string sandbox_id, caller who, std::string 
     op_request(std::move(sandbox_id), who, cmd::rename_path{intent, std::nullopt}, std::move(op)));
 }
 
+void control_plane::snapshot(std::string sandbox_id, caller who, std::string snapshot_id,
+                             std::string name, op_done<events::snapshot_taken> done) {
+  // The op id names the snapshot, so that recovery can remove one a crash interrupted.
+  const std::string op_id = "op-" + snapshot_id;
+  auto op = std::make_shared<operation>();
+  auto* self = op.get();
+  op->run = [op_id, snapshot_id, name](runtime::driver& d, const std::string& id) -> op_step {
+    auto r = d.snapshot(id, snapshot_id);
+    events::snapshot_taken t;
+    t.snapshot_id = snapshot_id;
+    t.op_id = op_id;
+    t.name = name;
+    if (r) {
+      t.writable_layer_bytes = r->layer_bytes;
+      t.referenced_bytes = r->referenced_bytes;
+      t.exclusive_bytes = r->exclusive_bytes;
+    } else {
+      t.outcome = events::op_outcome::failed;
+      t.failure = r.err();
+    }
+    return {cmd::snapshot{{}, {}, {}, t}, std::nullopt};
+  };
+  op->answer = [self, done](std::optional<events::error> failure, std::uint64_t seq) {
+    op_result<events::snapshot_taken> r;
+    r.failure = std::move(failure);
+    if (!r.failure && self->outcome) {
+      r.value = *std::get<cmd::snapshot>(*self->outcome).finished;
+      r.failure = r.value.failure;
+    }
+    r.own_sequence = seq;
+    done(std::move(r));
+  };
+  send(op_request(std::move(sandbox_id), who,
+                  cmd::snapshot{snapshot_id, op_id, std::move(name), std::nullopt}, std::move(op)));
+}
+
+void control_plane::delete_snapshot(std::string sandbox_id, caller who, std::string snapshot_id,
+                                    op_done<events::snapshot_deleted> done) {
+  auto op = std::make_shared<operation>();
+  op->run = [snapshot_id](runtime::driver& d, const std::string&) -> op_step {
+    auto r = d.remove_snapshot(snapshot_id);
+    return {std::nullopt, r ? std::nullopt : std::optional<events::error>(r.err())};
+  };
+  op->answer = [done, snapshot_id](std::optional<events::error> failure, std::uint64_t seq) {
+    done({std::move(failure), events::snapshot_deleted{snapshot_id}, seq});
+  };
+  send(op_request(std::move(sandbox_id), who, cmd::delete_snapshot{snapshot_id}, std::move(op)));
+}
+
 } // namespace sandboxd::actors

@@ -2,6 +2,7 @@
 
 #include "actors/runtime_steps.hpp"
 #include "actors/state_snapshot.hpp"
+#include "base/snapshot_id.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -49,6 +50,15 @@ std::vector<events::event> interrupted_outcomes(sandbox_state s, events::time_po
     record(f);
   }
   for (const auto& op : std::vector<file_op_in_flight>(s.file_ops_in_flight)) {
+    if (op.kind == events::file_op_kind::snapshot) {
+      // The snapshot's subvolume, if the driver made one, was removed (reconcile below).
+      events::snapshot_taken t;
+      t.op_id = op.op_id;
+      t.outcome = events::op_outcome::interrupted;
+      t.failure = stopped;
+      record(cmd::snapshot{{}, {}, {}, t});
+      continue;
+    }
     events::file_op_finished f;
     f.op_id = op.op_id;
     f.kind = op.kind;
@@ -96,6 +106,13 @@ void reconcile(events::event_log& log, const recovery_drivers& drivers,
     // recovery appends.
     sandbox_state state = r.state;
     if (!state.execs_in_flight.empty() || !state.file_ops_in_flight.empty()) {
+      // A snapshot the crash interrupted is not taken, as its outcome says: a subvolume the
+      // driver made before the crash goes (its op id names it, control_plane::snapshot).
+      if (auto* driver = drivers.for_kind(state.spec.runtime))
+        for (const auto& op : state.file_ops_in_flight)
+          if (op.kind == events::file_op_kind::snapshot && op.op_id.rfind("op-", 0) == 0 &&
+              is_snapshot_id(std::string_view(op.op_id).substr(3)))
+            driver->remove_snapshot(op.op_id.substr(3));
       auto outcomes = interrupted_outcomes(state, now);
       report.interrupted.push_back(id);
       reconciled.insert(id);

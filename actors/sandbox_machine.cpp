@@ -3,6 +3,7 @@
 #include "actors/sandbox_machine.hpp"
 
 #include "actors/machine_rules.hpp"
+#include "base/snapshot_id.hpp"
 #include "base/utf8.hpp"
 #include "network/policy.hpp"
 
@@ -50,7 +51,7 @@ sandbox_state initial_state(std::string sandbox_id) {
 
 // command_body lists the commands in command_kind order.
 static_assert(std::variant_size_v<command_body> ==
-              static_cast<std::size_t>(events::command_kind::runtime_claimed) + 1);
+              static_cast<std::size_t>(events::command_kind::delete_snapshot) + 1);
 
 bool unclaimed_pool_sandbox(const sandbox_state& s) {
   return !s.spec.pool.empty() && s.tenant == events::k_pool_tenant;
@@ -283,11 +284,31 @@ struct decider {
   }
 
   decision operator()(const cmd::snapshot& x) const {
+    if (x.finished) {
+      if (!rules::file_op_in_flight(s, x.finished->op_id))
+        return reject(events::make_error(
+          errc::not_found, "snapshot operation \"" + x.finished->op_id + "\" of sandbox " +
+                             s.sandbox_id + " is not in flight; ignore its outcome"));
+      return accept(*x.finished);
+    }
     if (s.status != status::running && s.status != status::paused)
       return reject(conflict(s, "take a snapshot"));
-    if (x.snapshot_id.empty())
-      return reject(invalid(s, "a snapshot needs an id"));
-    return accept(events::snapshot_taken{x.snapshot_id, x.writable_layer_bytes});
+    if (!is_snapshot_id(x.snapshot_id))
+      return reject(invalid(s, "snapshot id \"" + text_of(x.snapshot_id.substr(0, 80)) +
+                                 "\" is not snap- and 16 hex digits"));
+    if (x.op_id.empty() || rules::file_op_in_flight(s, x.op_id))
+      return reject(invalid(s, "snapshot operation id \"" + x.op_id +
+                                 "\" is empty or in flight; use a new unique id"));
+    if (x.name.size() > 128 || !is_text(x.name))
+      return reject(invalid(s, "a snapshot name is at most 128 bytes of UTF-8 text"));
+    return accept(events::snapshot_requested{x.op_id, x.snapshot_id, x.name});
+  }
+
+  decision operator()(const cmd::delete_snapshot& x) const {
+    if (!is_snapshot_id(x.snapshot_id))
+      return reject(invalid(s, "snapshot id \"" + text_of(x.snapshot_id.substr(0, 80)) +
+                                 "\" is not snap- and 16 hex digits"));
+    return accept(events::snapshot_deleted{x.snapshot_id});
   }
 
   // `p` ends the sandbox's processes (a filesystem pause, a delete, a failure): each exec in
@@ -314,6 +335,14 @@ struct decider {
     }
     if (files)
       for (const auto& op : s.file_ops_in_flight) {
+        if (op.kind == events::file_op_kind::snapshot) {
+          events::snapshot_taken t;
+          t.op_id = op.op_id;
+          t.outcome = events::op_outcome::failed;
+          t.failure = why;
+          out.add(std::move(t));
+          continue;
+        }
         events::file_op_finished f;
         f.op_id = op.op_id;
         f.kind = op.kind;
@@ -399,7 +428,8 @@ bool is_create(const command_body& b) {
   return std::holds_alternative<cmd::create>(b);
 }
 bool is_redact_of_deleted(const sandbox_state& s, const command_body& b) {
-  return s.status == status::deleted && std::holds_alternative<cmd::redact>(b);
+  return s.status == status::deleted && (std::holds_alternative<cmd::redact>(b) ||
+                                         std::holds_alternative<cmd::delete_snapshot>(b));
 }
 // A retried claim of a deleted sandbox (its client request id): answered like a retried
 // create, with the deleted sandbox.
@@ -541,10 +571,18 @@ struct evolver {
   void operator()(const events::storage_sampled& p) const {
     s.writable_layer_bytes = p.writable_layer_bytes;
   }
-  void operator()(const events::snapshot_taken& p) const {
-    s.writable_layer_bytes = p.writable_layer_bytes;
+  void operator()(const events::snapshot_requested& p) const {
+    s.file_ops_in_flight.push_back({p.op_id, events::file_op_kind::snapshot});
     touch();
   }
+  void operator()(const events::snapshot_taken& p) const {
+    if (!p.op_id.empty())
+      std::erase_if(s.file_ops_in_flight, [&](const auto& o) { return o.op_id == p.op_id; });
+    if (p.outcome == events::op_outcome::completed)
+      s.writable_layer_bytes = p.writable_layer_bytes;
+    touch();
+  }
+  void operator()(const events::snapshot_deleted&) const {}
   void operator()(const events::timeout_changed& p) const {
     s.spec.timeouts = p.timeouts;
     touch();

@@ -14,9 +14,9 @@
 //   `command_rejected` only advance the sequence. An event whose sequence is not above
 //   state.sequence is a duplicate and leaves the state unchanged.
 // - Replaying the events decide emitted, from initial_state, reproduces the same state.
-// - deleted is terminal: no command emits an event for a deleted sandbox but `redact` (all
-//   others are rejected, except a retried create, which is answered with the deleted
-//   sandbox it made); a redact changes no status, only what the read models keep.
+// - deleted is terminal: no command emits an event for a deleted sandbox but `redact` and
+//   `delete_snapshot` (all others are rejected, except a retried create, which is answered
+//   with the deleted sandbox it made); neither changes its status.
 #pragma once
 
 #include "events/errc.hpp"
@@ -167,9 +167,19 @@ struct kill_exec {
 struct set_timeout {
   events::sandbox_timeouts timeouts; // the complete new settings
 };
+// A snapshot of the writable layer (docs/snapshots.md): without `finished`, its intent
+// (snapshot_requested; running or paused in either mode); with `finished` (a system command,
+// after the driver answered) its outcome (snapshot_taken).
 struct snapshot {
+  std::string snapshot_id; // snap-<16 hex digits> (runtime::is_snapshot_id)
+  std::string op_id;
+  std::string name;
+  std::optional<events::snapshot_taken> finished;
+};
+// A snapshot of this sandbox deleted (snapshot_deleted); accepted in every status but absent,
+// deleted included: snapshots outlive their sandbox. The API has checked that it exists.
+struct delete_snapshot {
   std::string snapshot_id;
-  std::uint64_t writable_layer_bytes = 0;
 };
 
 // Runtime results: the runtime finished (or could not finish) the step in flight.
@@ -237,7 +247,8 @@ using command_body = std::variant<
   cmd::runtime_deleted, cmd::runtime_failed, cmd::exec_finished, cmd::storage_sampled,
   cmd::idle_timer, cmd::lifetime_timer, cmd::retention_timer, cmd::make_dir, cmd::remove_path,
   cmd::rename_path, cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact,
-  cmd::set_network, cmd::open_connection, cmd::close_connection, cmd::claim, cmd::runtime_claimed>;
+  cmd::set_network, cmd::open_connection, cmd::close_connection, cmd::claim, cmd::runtime_claimed,
+  cmd::delete_snapshot>;
 
 struct command {
   std::string tenant;    // of the caller; becomes the sandbox's tenant on create

@@ -575,6 +575,7 @@ result<sandbox_info> client::create(const create_options& o) {
     r.setClientRequestId(whole(o.client_request_id));
     set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
     r.setNoPool(o.no_pool);
+    r.setFromSnapshot(whole(o.from_snapshot));
     impl_->check_request_size(req);
     auto reply = req.send().wait(impl_->ws());
     auto info = info_of(reply.getInfo());
@@ -662,6 +663,67 @@ result<void> client::redact(const std::string& sandbox_id, const std::string& re
     req.setReason(whole(reason));
     req.send().wait(impl_->ws());
   });
+}
+
+namespace {
+snapshot_info snapshot_of(rpc::SnapshotInfo::Reader s) {
+  snapshot_info o;
+  o.id = s.getId().cStr();
+  o.name = s.getName().cStr();
+  o.sandbox_id = s.getSandboxId().cStr();
+  o.taken_at_ns = s.getTakenAtNs();
+  o.template_name = s.getTemplate().cStr();
+  o.runtime = s.getRuntime().cStr();
+  o.layer_bytes = s.getLayerBytes();
+  o.referenced_bytes = s.getReferencedBytes();
+  o.exclusive_bytes = s.getExclusiveBytes();
+  o.sequence = s.getSequence();
+  return o;
+}
+} // namespace
+
+result<snapshot_info> client::snapshot(const std::string& sandbox_id, const std::string& name) {
+  return impl_->call<snapshot_info>([&] {
+    auto req = impl_->open(sandbox_id).snapshotRequest();
+    req.setName(whole(name));
+    return snapshot_of(req.send().wait(impl_->ws()).getSnapshot());
+  });
+}
+
+result<std::vector<snapshot_info>> client::list_snapshots(const std::string& sandbox_id) {
+  return impl_->call<std::vector<snapshot_info>>([&] {
+    auto req = impl_->session.listSnapshotsRequest();
+    req.setSandboxId(whole(sandbox_id));
+    auto response = req.send().wait(impl_->ws()); // owns what the readers below read
+    std::vector<snapshot_info> out;
+    for (auto s : response.getSnapshots())
+      out.push_back(snapshot_of(s));
+    return out;
+  });
+}
+
+result<snapshot_info> client::get_snapshot(const std::string& snapshot_id) {
+  return impl_->call<snapshot_info>([&] {
+    auto req = impl_->session.getSnapshotRequest();
+    req.setSnapshotId(whole(snapshot_id));
+    return snapshot_of(req.send().wait(impl_->ws()).getSnapshot());
+  });
+}
+
+result<void> client::delete_snapshot(const std::string& snapshot_id) {
+  return impl_->call<void>([&] {
+    auto req = impl_->session.deleteSnapshotRequest();
+    req.setSnapshotId(whole(snapshot_id));
+    req.send().wait(impl_->ws());
+  });
+}
+
+result<sandbox_info> client::fork(const std::string& sandbox_id, create_options options) {
+  auto s = snapshot(sandbox_id, "fork of " + sandbox_id);
+  if (!s)
+    return s.err();
+  options.from_snapshot = s->id;
+  return create(options);
 }
 
 result<std::vector<template_info>> client::list_templates() {

@@ -108,6 +108,9 @@ struct pool_info {
   double refill_seconds_mean = 0, refill_seconds_max = 0;
   std::vector<std::string> ready_ids;
   std::string last_error;
+  // A fork: the writable layer starts as this snapshot; template and runtime are the
+  // snapshot's (leave them empty).
+  std::string from_snapshot;
 };
 
 struct exec_options {
@@ -194,6 +197,15 @@ public:
   result<void> remove_path(const std::string& sandbox_id, const std::string& path, bool recursive);
   result<void> rename(const std::string& sandbox_id, const std::string& from,
                       const std::string& to);
+
+  // Snapshots (docs/snapshots.md): a read-only snapshot of the sandbox's writable layer.
+  result<snapshot_info> snapshot(const std::string& sandbox_id, const std::string& name = {});
+  // This tenant's snapshots, oldest first; with a sandbox id, only that sandbox's.
+  result<std::vector<snapshot_info>> list_snapshots(const std::string& sandbox_id = {});
+  result<snapshot_info> get_snapshot(const std::string& snapshot_id);
+  result<void> delete_snapshot(const std::string& snapshot_id);
+  // A snapshot of the sandbox, then a new sandbox from it (options' from_snapshot is set).
+  result<sandbox_info> fork(const std::string& sandbox_id, create_options options = {});
 
   // Templates (the global ones and this tenant's own).
   result<std::vector<template_info>> list_templates();

@@ -33,6 +33,8 @@ std::size_t log_follower::read_some(std::int32_t partition) {
     }
     const auto& e = d.get();
     ledger_.apply(e, rec.value.size());
+    if (snapshots_)
+      snapshots_->apply(e);
     if (std::holds_alternative<events::created>(e.body)) {
       std::lock_guard l(mu_);
       first_.emplace(e.sandbox_id, rec.offset);

@@ -11,6 +11,7 @@
 // warning: quotas must not stop the node (the projector is what refuses to skip).
 #pragma once
 
+#include "api/snapshot_registry.hpp"
 #include "api/tenant_ledger.hpp"
 #include "events/event_log.hpp"
 
@@ -38,6 +39,9 @@ public:
   log_follower(const log_follower&) = delete;
   log_follower& operator=(const log_follower&) = delete;
 
+  // Folds every event read into `r` too (before catch_up or start).
+  void follow_snapshots(snapshot_registry& r) { snapshots_ = &r; }
+
   void catch_up();
   void start();
   void stop();
@@ -54,6 +58,7 @@ private:
 
   events::event_log& log_;
   tenant_ledger& ledger_;
+  snapshot_registry* snapshots_ = nullptr;
   std::function<void(std::int32_t, std::int64_t)> advanced_;
   std::chrono::milliseconds idle_wait_;
   std::vector<std::atomic<std::int64_t>> next_;

@@ -207,6 +207,20 @@ struct template_layer_info {
   std::uint64_t bytes = 0;
 };
 
+// A snapshot of a sandbox's writable layer (docs/snapshots.md).
+struct snapshot_info {
+  std::string id; // snap-<16 hex digits>
+  std::string name;
+  std::string sandbox_id; // the sandbox it was taken of
+  std::int64_t taken_at_ns = 0;
+  std::string template_name;
+  std::string runtime;
+  std::uint64_t layer_bytes = 0; // the sandbox's writable layer when it was taken
+  std::uint64_t referenced_bytes = 0;
+  std::uint64_t exclusive_bytes = 0;
+  std::uint64_t sequence = 0; // of its snapshot_taken
+};
+
 struct template_info {
   std::string id; // "" for a stock template not built yet
   std::string name;

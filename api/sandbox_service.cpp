@@ -4,6 +4,7 @@
 // the control plane. The lifecycle calls are here; the process and file calls are in
 // exec_service.cpp and file_service.cpp (sandbox_ops.hpp).
 #include "api/sandbox_ops.hpp"
+#include "api/snapshot_ops.hpp"
 
 namespace sandboxd::api {
 namespace {
@@ -34,6 +35,7 @@ public:
   kj::Promise<void> makeDir(MakeDirContext c) override { return serve_make_dir(ref(), c); }
   kj::Promise<void> remove(RemoveContext c) override { return serve_remove(ref(), c); }
   kj::Promise<void> rename(RenameContext c) override { return serve_rename(ref(), c); }
+  kj::Promise<void> snapshot(SnapshotContext c) override { return serve_snapshot(ref(), c); }
 
   kj::Promise<void> pause(PauseContext context) override {
     const auto mode = context.getParams().getMode() == schema::PauseMode::MEMORY

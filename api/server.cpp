@@ -117,6 +117,7 @@ std::string peer_of(kj::AsyncIoStream& s) {
 struct server::impl : kj::TaskSet::ErrorHandler {
   server_options options;
   tenant_ledger ledger;
+  snapshot_registry snapshots;
   std::unique_ptr<log_follower> follower;
   std::unique_ptr<read_store> store;
   std::unique_ptr<worker_pool> workers;
@@ -213,6 +214,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
         *options.log, ledger, [&bridge, &wakeups](std::int32_t p, std::int64_t next) {
           bridge.post([&wakeups, p, next] { wakeups.advanced(p, next); });
         });
+      follower->follow_snapshots(snapshots);
       follower->catch_up();
       for (std::int32_t p = 0; p < options.log->partitions(); ++p)
         wakeups.advanced(p, follower->position(p));
@@ -225,6 +227,7 @@ struct server::impl : kj::TaskSet::ErrorHandler {
       ctx->timer = &io.provider->getTimer();
       ctx->bridge = &bridge;
       ctx->ledger = &ledger;
+      ctx->snapshots = &snapshots;
       ctx->follower = follower.get();
       ctx->store = store.get();
       ctx->workers = workers.get();

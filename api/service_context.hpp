@@ -9,6 +9,7 @@
 #include "api/read_store.hpp"
 #include "api/rpc_error.hpp"
 #include "api/server.hpp"
+#include "api/snapshot_registry.hpp"
 #include "base/worker_pool.hpp"
 #include "schemas/api.capnp.h"
 
@@ -71,9 +72,10 @@ struct service_context {
   const authenticator* auth = nullptr;
   kj::Timer* timer = nullptr;
   loop_bridge* bridge = nullptr;
-  tenant_ledger* ledger = nullptr;  // thread-safe
-  log_follower* follower = nullptr; // thread-safe queries
-  read_store* store = nullptr;      // null without PostgreSQL; used on workers
+  tenant_ledger* ledger = nullptr;        // thread-safe
+  snapshot_registry* snapshots = nullptr; // thread-safe
+  log_follower* follower = nullptr;       // thread-safe queries
+  read_store* store = nullptr;            // null without PostgreSQL; used on workers
   worker_pool* workers = nullptr;
   // Template work that may block for minutes (a stock template's first build), kept off
   // `workers` so that queries never wait behind it.

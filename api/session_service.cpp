@@ -2,6 +2,7 @@
 // Admin capability for tokens with the admin scope.
 #include "api/convert.hpp"
 #include "api/service_context.hpp"
+#include "api/snapshot_ops.hpp"
 #include "base/utf8.hpp"
 #include "templates/template_registry.hpp"
 
@@ -196,13 +197,19 @@ public:
     return plain_call(
       *ctx_, conn_, "Session.create", [this, context]() mutable -> kj::Promise<void> {
         auto& ctx = *ctx_;
-        auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
-        const bool pooled = !context.getParams().getRequest().getNoPool();
+        auto request = context.getParams().getRequest();
+        auto spec = take(created_of(request, ctx.options.defaults));
+        const bool fork = request.hasFromSnapshot() && request.getFromSnapshot().size() > 0;
+        if (fork) // before anything is reserved: a refusal holds nothing
+          apply_fork(ctx, who_, request, spec);
+        // A fork is made cold: no pool holds its snapshot's layer.
+        const bool pooled = !request.getNoPool() && !fork;
         ctx.admit_log(who_.tenant);
         auto id = new_sandbox_id(*ctx.ledger);
         check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));
         auto* registry = ctx.options.templates;
-        if (registry == nullptr || spec.runtime == events::runtime_kind::hollow)
+        // A fork starts on the exact template content of its snapshot's sandbox (apply_fork).
+        if (registry == nullptr || spec.runtime == events::runtime_kind::hollow || fork)
           return make_sandbox_for(ctx_, conn_, who_, context, std::move(spec), id, nullptr, pooled);
         // The template, held until the sandbox's `created` is durable: its content goes into
         // that event, and it cannot be deleted meanwhile.
@@ -317,6 +324,16 @@ public:
                     " has no admin scope; use a token with the admin scope");
     context.getResults().setAdmin(make_admin(ctx_, conn_, who_));
     return kj::READY_NOW;
+  }
+
+  kj::Promise<void> listSnapshots(ListSnapshotsContext c) override {
+    return serve_list_snapshots(ctx_, conn_, who_, c);
+  }
+  kj::Promise<void> getSnapshot(GetSnapshotContext c) override {
+    return serve_get_snapshot(ctx_, conn_, who_, c);
+  }
+  kj::Promise<void> deleteSnapshot(DeleteSnapshotContext c) override {
+    return serve_delete_snapshot(ctx_, conn_, who_, c);
   }
 
   kj::Promise<void> templates(TemplatesContext context) override {

@@ -200,6 +200,7 @@ int main(int argc, char** argv) {
      &ds::quota_templates},
     {"--quota-template-mib", "MiB a tenant's own templates' layers may take in the store",
      &ds::quota_template_mib},
+    {"--quota-snapshots", "snapshots a tenant may hold (default 100)", &ds::quota_snapshots},
     {"--max-memory-mib", "most memory MiB one sandbox may ask for", &ds::max_memory_mib},
     {"--max-cpu-millicores", "most CPU millicores one sandbox may ask for",
      &ds::max_cpu_millicores},

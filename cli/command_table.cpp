@@ -39,6 +39,7 @@ command_table::command_table()
   add_exec_commands(*this);
   add_file_commands(*this);
   add_template_commands(*this);
+  add_snapshot_commands(*this);
   add_event_commands(*this);
   add_report_commands(*this);
   add_replay_commands(*this);

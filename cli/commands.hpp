@@ -25,6 +25,8 @@ void add_projection_commands(command_table& t);
 void add_check_commands(command_table& t);
 // pool list, set, rm (warm pools)
 void add_pool_commands(command_table& t);
+// snapshot create, list, show, rm; fork
+void add_snapshot_commands(command_table& t);
 // template list, show, build, import, rm
 void add_template_commands(command_table& t);
 // completion, version, and the hidden reference generator

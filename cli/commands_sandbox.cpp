@@ -118,8 +118,9 @@ void add_create(command_table& t) {
                       return exit;
                     o.timeouts = *timeouts;
                     return with_client(cx, [&](api::client& client) {
-                      if (int e = build_before_create(cx, client, o.template_name))
-                        return e;
+                      if (o.from_snapshot.empty()) // a fork's template is its snapshot's
+                        if (int e = build_before_create(cx, client, o.template_name))
+                          return e;
                       auto s = client.create(o);
                       if (!s)
                         return cx.fail(s.err());
@@ -130,6 +131,10 @@ void add_create(command_table& t) {
     ->type_name("NAME");
   c->add_option("--runtime", a->o.runtime, "the sandbox runtime (default: the node's)")
     ->type_name("runsc|crun");
+  c->add_option("--from-snapshot", a->o.from_snapshot,
+                "a fork: its files start as this snapshot (template and runtime are the "
+                "snapshot's)")
+    ->type_name("SNAPSHOT");
   c->add_option("--memory", a->o.limits.memory_mib, "memory limit in MiB (default 512)")
     ->type_name("MiB");
   c->add_option("--cpus", a->cpus, "CPUs, fractions allowed: 0.5 (default 1)")->type_name("N");

@@ -184,7 +184,28 @@ struct payload_fields {
     return json{{"writable_bytes", p.writable_layer_bytes}};
   }
   json operator()(const events::snapshot_taken& p) const {
-    return json{{"snapshot_id", p.snapshot_id}, {"writable_bytes", p.writable_layer_bytes}};
+    json j{{"snapshot_id", p.snapshot_id},
+           {"writable_bytes", p.writable_layer_bytes},
+           {"outcome", events::to_string(p.outcome)}};
+    if (!p.op_id.empty())
+      j["op_id"] = p.op_id;
+    if (!p.name.empty())
+      j["name"] = p.name;
+    if (p.outcome == events::op_outcome::completed && !p.op_id.empty()) {
+      j["referenced_bytes"] = p.referenced_bytes;
+      j["exclusive_bytes"] = p.exclusive_bytes;
+    }
+    put_failure(j, p.failure);
+    return j;
+  }
+  json operator()(const events::snapshot_requested& p) const {
+    json j{{"op_id", p.op_id}, {"snapshot_id", p.snapshot_id}};
+    if (!p.name.empty())
+      j["name"] = p.name;
+    return j;
+  }
+  json operator()(const events::snapshot_deleted& p) const {
+    return json{{"snapshot_id", p.snapshot_id}};
   }
   json operator()(const events::timeout_changed& p) const { return timeouts_json(p.timeouts); }
   json operator()(const events::command_rejected& p) const {

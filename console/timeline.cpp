@@ -78,8 +78,11 @@ std::string lane_of(const events::payload& p) {
         return "file";
       else if constexpr (std::is_same_v<T, command_rejected>)
         return "rejected";
-      else if constexpr (std::is_same_v<T, storage_sampled> || std::is_same_v<T, snapshot_taken> ||
-                         std::is_same_v<T, redacted> || std::is_same_v<T, unknown>)
+      else if constexpr (std::is_same_v<T, snapshot_requested> ||
+                         std::is_same_v<T, snapshot_taken> || std::is_same_v<T, snapshot_deleted>)
+        return "file"; // a snapshot is of the sandbox's files
+      else if constexpr (std::is_same_v<T, storage_sampled> || std::is_same_v<T, redacted> ||
+                         std::is_same_v<T, unknown>)
         return "other";
       else
         return "lifecycle";

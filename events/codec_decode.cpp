@@ -202,6 +202,7 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     p.runtime = open_enum<runtime_kind>(c.getRuntime());
     p.client_request_id = str(c.getClientRequestId());
     p.env = get_env(c.getEnv());
+    p.from_snapshot = str(c.getFromSnapshot());
     if (c.hasContent()) {
       auto t = c.getContent();
       set(p.content.id, t.getId());
@@ -377,9 +378,25 @@ void read_payload(s::Event::Payload::Reader r, payload& out) {
     return;
   case W::SNAPSHOT_TAKEN: {
     auto c = r.getSnapshotTaken();
-    out = snapshot_taken{str(c.getSnapshotId()), c.getWritableLayerBytes()};
+    auto& p = out.emplace<snapshot_taken>();
+    p.snapshot_id = str(c.getSnapshotId());
+    p.writable_layer_bytes = c.getWritableLayerBytes();
+    p.op_id = str(c.getOpId());
+    p.outcome = open_enum<op_outcome>(c.getOutcome());
+    p.failure = get_failure(c);
+    p.name = str(c.getName());
+    p.referenced_bytes = c.getReferencedBytes();
+    p.exclusive_bytes = c.getExclusiveBytes();
     return;
   }
+  case W::SNAPSHOT_REQUESTED: {
+    auto c = r.getSnapshotRequested();
+    out = snapshot_requested{str(c.getOpId()), str(c.getSnapshotId()), str(c.getName())};
+    return;
+  }
+  case W::SNAPSHOT_DELETED:
+    out = snapshot_deleted{str(r.getSnapshotDeleted().getSnapshotId())};
+    return;
   case W::TIMEOUT_CHANGED:
     out = timeout_changed{get_timeouts(r.getTimeoutChanged().getTimeouts())};
     return;

@@ -185,6 +185,7 @@ struct payload_writer {
     c.setClientRequestId(text(p.client_request_id));
     if (!p.env.empty())
       put_env(c.initEnv(p.env.size()), p.env);
+    c.setFromSnapshot(text(p.from_snapshot));
     const auto& t = p.content;
     if (!t.id.empty() || t.digest || !t.layers.empty()) {
       auto r = c.initContent();
@@ -347,6 +348,21 @@ struct payload_writer {
     auto c = b.initSnapshotTaken();
     c.setSnapshotId(text(p.snapshot_id));
     c.setWritableLayerBytes(p.writable_layer_bytes);
+    c.setOpId(text(p.op_id));
+    c.setOutcome(as<s::OpOutcome>(p.outcome));
+    put_failure(c, p.failure);
+    c.setName(text(p.name));
+    c.setReferencedBytes(p.referenced_bytes);
+    c.setExclusiveBytes(p.exclusive_bytes);
+  }
+  void operator()(const snapshot_requested& p) const {
+    auto c = b.initSnapshotRequested();
+    c.setOpId(text(p.op_id));
+    c.setSnapshotId(text(p.snapshot_id));
+    c.setName(text(p.name));
+  }
+  void operator()(const snapshot_deleted& p) const {
+    b.initSnapshotDeleted().setSnapshotId(text(p.snapshot_id));
   }
   void operator()(const timeout_changed& p) const {
     put_timeouts(b.initTimeoutChanged().initTimeouts(), p.timeouts);

@@ -57,14 +57,14 @@ std::string to_string(runtime_step v) {
 }
 
 std::string to_string(command_kind v) {
-  static constexpr std::array<std::string_view, 32> names{
+  static constexpr std::array<std::string_view, 33> names{
     "create_sandbox",  "pause_sandbox",   "resume_sandbox",  "delete_sandbox",  "exec",
     "read_file",       "write_file",      "set_timeout",     "snapshot",        "runtime_started",
     "runtime_paused",  "runtime_resumed", "runtime_deleted", "runtime_failed",  "exec_finished",
     "storage_sampled", "idle_timer",      "lifetime_timer",  "retention_timer", "make_dir",
     "remove_path",     "rename_path",     "list_dir",        "stat_path",       "kill_exec",
     "timeout_timer",   "redact_sandbox",  "set_network",     "open_connection", "close_connection",
-    "claim_sandbox",   "runtime_claimed"};
+    "claim_sandbox",   "runtime_claimed", "delete_snapshot"};
   return name_of(v, names, "command_kind");
 }
 
@@ -74,7 +74,8 @@ std::string to_string(op_outcome v) {
 }
 
 std::string to_string(file_op_kind v) {
-  static constexpr std::array<std::string_view, 4> names{"write", "make_dir", "remove", "rename"};
+  static constexpr std::array<std::string_view, 5> names{"write", "make_dir", "remove", "rename",
+                                                         "snapshot"};
   return name_of(v, names, "file_op_kind");
 }
 
@@ -144,7 +145,9 @@ constexpr std::array<std::string_view, std::variant_size_v<payload>> k_payload_n
   "connection_closed",
   "template_event",
   "claim_requested",
-  "claimed"};
+  "claimed",
+  "snapshot_requested",
+  "snapshot_deleted"};
 
 } // namespace
 

@@ -89,6 +89,7 @@ enum class command_kind : std::uint16_t {
   close_connection = 29,
   claim_sandbox = 30,
   runtime_claimed = 31,
+  delete_snapshot = 32,
 };
 // How an operation that reached the runtime ended.
 enum class op_outcome : std::uint16_t {
@@ -96,7 +97,13 @@ enum class op_outcome : std::uint16_t {
   failed = 1,      // the runtime refused or could not do it (the error says why)
   interrupted = 2, // sandboxd stopped while it ran: whether it took effect is unknown
 };
-enum class file_op_kind : std::uint16_t { write = 0, make_dir = 1, remove = 2, rename = 3 };
+enum class file_op_kind : std::uint16_t {
+  write = 0,
+  make_dir = 1,
+  remove = 2,
+  rename = 3,
+  snapshot = 4, // a snapshot of the writable layer in flight (snapshot_requested)
+};
 enum class file_read_kind : std::uint16_t { read = 0, list = 1, stat = 2 };
 enum class net_protocol : std::uint16_t { tcp = 0, udp = 1, dns = 2 };
 // Where the name of a destination came from.
@@ -195,6 +202,7 @@ struct created {
   // "": a tenant's own sandbox. Else the key of the warm pool that made it (docs/pools.md):
   // the event's tenant is the pool tenant (k_pool_tenant), until a claim_requested.
   std::string pool;
+  std::string from_snapshot;     // a fork: the snapshot its writable layer started as
   bool operator==(const created&) const = default;
 };
 
@@ -398,10 +406,32 @@ struct storage_sampled {
   bool operator==(const storage_sampled&) const = default;
 };
 
+// The outcome of a snapshot_requested (docs/snapshots.md). Written before snapshots had an
+// intent: only the first two fields (op_id empty, completed).
 struct snapshot_taken {
   std::string snapshot_id;
-  std::uint64_t writable_layer_bytes = 0;
+  std::uint64_t writable_layer_bytes = 0; // the source layer's referenced bytes
+  std::string op_id;
+  op_outcome outcome = op_outcome::completed;
+  std::optional<error> failure; // outcome failed: why
+  std::string name;
+  std::uint64_t referenced_bytes = 0; // the snapshot's qgroup counts
+  std::uint64_t exclusive_bytes = 0;
   bool operator==(const snapshot_taken&) const = default;
+};
+
+// A read-only snapshot of the writable layer, logged before it is taken.
+struct snapshot_requested {
+  std::string op_id;
+  std::string snapshot_id; // snap-<16 hex digits>
+  std::string name;
+  bool operator==(const snapshot_requested&) const = default;
+};
+
+// A snapshot of this sandbox deleted (before its subvolume is); also once the sandbox is.
+struct snapshot_deleted {
+  std::string snapshot_id;
+  bool operator==(const snapshot_deleted&) const = default;
 };
 
 struct timeout_changed {
@@ -518,8 +548,8 @@ struct template_event {
 
 // A payload written by a newer version: `ordinal` is its union discriminant (the position in
 // the schema's payload union: 0 is created, 16 command_rejected, 19 exec_kill_requested, 20
-// redacted, 24 connection_closed, 25 template_event, 26 claim_requested, 27 claimed, 28 the
-// first newer one).
+// redacted, 24 connection_closed, 25 template_event, 26 claim_requested, 27 claimed, 28
+// snapshot_requested, 29 snapshot_deleted, 30 the first newer one).
 struct unknown {
   std::uint16_t ordinal = 0;
   bool operator==(const unknown&) const = default;
@@ -531,7 +561,7 @@ using payload =
                file_read, storage_sampled, snapshot_taken, timeout_changed, command_rejected,
                file_op_requested, file_op_finished, exec_kill_requested, redacted, network_changed,
                connection_opened, connection_denied, connection_closed, template_event,
-               claim_requested, claimed>;
+               claim_requested, claimed, snapshot_requested, snapshot_deleted>;
 
 // The payload's name in snake_case, as docs/state-machine.md and the golden files use it:
 // "created", "pause_requested", ..., "unknown".

@@ -223,7 +223,7 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   if (const auto* t = top.table("quotas")) {
     table_reader r(*t, top.where("quotas"), failure);
     r.allow({"sandboxes", "memory_mib", "cpu_millicores", "pids", "disk_mib", "log_mib_per_hour",
-             "templates", "template_mib"});
+             "templates", "template_mib", "snapshots"});
     r.read("sandboxes", s.quota_sandboxes);
     r.read("memory_mib", s.quota_memory_mib);
     r.read("cpu_millicores", s.quota_cpu_millicores);
@@ -232,6 +232,7 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
     r.read("log_mib_per_hour", s.quota_log_mib_per_hour);
     r.read("templates", s.quota_templates);
     r.read("template_mib", s.quota_template_mib);
+    r.read("snapshots", s.quota_snapshots);
   }
   if (const auto* t = top.table("limits")) {
     table_reader r(*t, top.where("limits"), failure);
@@ -330,6 +331,7 @@ std::string to_toml(const daemon_settings& s) {
   put("log_mib_per_hour", s.quota_log_mib_per_hour);
   put("templates", s.quota_templates);
   put("template_mib", s.quota_template_mib);
+  put("snapshots", s.quota_snapshots);
   o << "\n[limits]\n";
   put("max_memory_mib", s.max_memory_mib);
   put("max_cpu_millicores", s.max_cpu_millicores);
@@ -476,6 +478,7 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
     {"quotas.log_mib_per_hour", &s.quota_log_mib_per_hour},
     {"quotas.templates", &s.quota_templates},
     {"quotas.template_mib", &s.quota_template_mib},
+    {"quotas.snapshots", &s.quota_snapshots},
     {"limits.max_memory_mib", &s.max_memory_mib},
     {"limits.max_cpu_millicores", &s.max_cpu_millicores},
     {"limits.max_pids", &s.max_pids},
@@ -528,6 +531,7 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
                     "; give each key one pool");
     c.node.plane.pools.push_back(std::move(ps));
   }
+  c.bounds.quota_snapshots = u(s.quota_snapshots);
   r.value = std::move(c);
   return r;
 }

@@ -67,6 +67,7 @@ struct daemon_settings {
     quota_disk_mib, quota_log_mib_per_hour;
   std::optional<std::int64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
   std::optional<std::int64_t> quota_templates, quota_template_mib; // a tenant's own templates
+  std::optional<std::int64_t> quota_snapshots;                     // docs/snapshots.md
   // Where stock template tarballs are cached (node_config::template_cache); "" the default,
   // "none" keeps none.
   std::string template_cache;

@@ -58,6 +58,16 @@ public:
   runtime::outcome<runtime::writable_layer> open_writable_layer(const std::string& id) override {
     return inner_.open_writable_layer(id);
   }
+  runtime::outcome<runtime::snapshot_info> snapshot(const std::string& id,
+                                                    const std::string& snapshot_id) override {
+    return inner_.snapshot(id, snapshot_id);
+  }
+  runtime::outcome<void> remove_snapshot(const std::string& snapshot_id) override {
+    return inner_.remove_snapshot(snapshot_id);
+  }
+  runtime::outcome<std::vector<std::string>> list_snapshots() override {
+    return inner_.list_snapshots();
+  }
 
   runtime::driver& inner() { return inner_; }
 

@@ -16,6 +16,7 @@ constexpr std::uint64_t k_cpu_oversubscription = 16;
 constexpr std::uint64_t k_disk_oversubscription = 4;
 constexpr std::uint64_t k_log_mib_per_hour = 256;
 constexpr std::uint64_t k_templates_per_tenant = 100;
+constexpr std::uint64_t k_snapshots_per_tenant = 100;
 
 std::uint32_t clamp32(std::uint64_t v) {
   return static_cast<std::uint32_t>(
@@ -86,6 +87,7 @@ quota_settings default_quota(const node_capacity& c) {
   q.pids = c.pids / 2;
   q.disk_mib = c.disk_mib * k_disk_oversubscription / 2;
   q.log_mib_per_hour = c.memory_mib > 0 ? k_log_mib_per_hour : 0;
+  q.snapshots = k_snapshots_per_tenant;
   if (c.template_mib != 0) { // a node with templates
     q.templates = k_templates_per_tenant;
     q.template_mib = c.template_mib / 2;
@@ -107,6 +109,7 @@ resolved_bounds resolve(const bound_settings& s, const node_capacity& c) {
   set(r.quota.log_mib_per_hour, s.quota_log_mib_per_hour);
   set(r.quota.templates, s.quota_templates);
   set(r.quota.template_mib, s.quota_template_mib);
+  set(r.quota.snapshots, s.quota_snapshots);
   set(r.ceilings.memory_mib, s.max_memory_mib);
   set(r.ceilings.cpu_millicores, s.max_cpu_millicores);
   set(r.ceilings.pids, s.max_pids);

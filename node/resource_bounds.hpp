@@ -45,6 +45,7 @@ struct quota_settings {
   std::uint64_t log_mib_per_hour = 0;
   std::uint64_t templates = 0;    // its own templates, building or ready
   std::uint64_t template_mib = 0; // what their layers take in the store
+  std::uint64_t snapshots = 0;    // snapshots it holds (docs/snapshots.md)
 };
 
 // The host's capacity; `layer_dirs` are the mounted layer pools (a missing one counts
@@ -62,6 +63,7 @@ struct bound_settings {
     quota_disk_mib, quota_log_mib_per_hour;
   std::optional<std::uint64_t> max_memory_mib, max_cpu_millicores, max_pids, max_disk_mib;
   std::optional<std::uint64_t> quota_templates, quota_template_mib;
+  std::optional<std::uint64_t> quota_snapshots;
 };
 
 struct resolved_bounds {

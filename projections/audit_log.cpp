@@ -118,7 +118,14 @@ std::string detail_of(const events::payload& p) {
       else if constexpr (std::is_same_v<T, storage_sampled>)
         return std::to_string(v.writable_layer_bytes) + " bytes";
       else if constexpr (std::is_same_v<T, snapshot_taken>)
-        return v.snapshot_id + ", " + std::to_string(v.writable_layer_bytes) + " bytes";
+        return (v.op_id.empty() ? std::string{} : v.op_id + ": ") + v.snapshot_id + " " +
+               to_string(v.outcome) +
+               (v.failure ? ": " + v.failure->message
+                          : ", " + std::to_string(v.writable_layer_bytes) + " bytes");
+      else if constexpr (std::is_same_v<T, snapshot_requested>)
+        return v.op_id + ": " + v.snapshot_id + (v.name.empty() ? "" : " (" + v.name + ")");
+      else if constexpr (std::is_same_v<T, snapshot_deleted>)
+        return v.snapshot_id;
       else if constexpr (std::is_same_v<T, command_rejected>)
         return v.message;
       else if constexpr (std::is_same_v<T, redacted>)

@@ -42,7 +42,8 @@ std::optional<std::uint64_t> layer_size(const events::payload& p) {
   if (const auto* v = std::get_if<events::paused>(&p))
     return v->writable_layer_bytes;
   if (const auto* v = std::get_if<events::snapshot_taken>(&p))
-    return v->writable_layer_bytes;
+    if (v->outcome == events::op_outcome::completed) // a failed one measured nothing
+      return v->writable_layer_bytes;
   return std::nullopt;
 }
 

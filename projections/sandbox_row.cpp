@@ -46,9 +46,11 @@ state_change change_of(const events::payload& p) {
         c.state = "deleted";
       } else if constexpr (std::is_same_v<T, failed>) {
         c.state = "failed";
-      } else if constexpr (std::is_same_v<T, storage_sampled> ||
-                           std::is_same_v<T, snapshot_taken>) {
+      } else if constexpr (std::is_same_v<T, storage_sampled>) {
         c.writable_layer_bytes = v.writable_layer_bytes;
+      } else if constexpr (std::is_same_v<T, snapshot_taken>) {
+        if (v.outcome == op_outcome::completed) // a failed one measured nothing
+          c.writable_layer_bytes = v.writable_layer_bytes;
       }
     },
     p);

@@ -79,6 +79,17 @@ struct create_request {
   // record, mode 0600 under the 0700 data directory: secret values live here and nowhere in
   // the event log) so it survives pauses and restarts of the process.
   std::vector<std::pair<std::string, std::string>> env;
+  // A fork (docs/snapshots.md): the writable layer starts as a writable copy-on-write snapshot
+  // of this snapshot (one of this driver's, snapshot() below) instead of empty; the template
+  // must be the one the snapshot's sandbox had. Empty: a fresh layer.
+  std::string from_snapshot;
+};
+
+// A snapshot of a sandbox's writable layer as the driver took it.
+struct snapshot_info {
+  std::uint64_t layer_bytes = 0;      // the sandbox's layer (btrfs referenced bytes) at the time
+  std::uint64_t referenced_bytes = 0; // the snapshot's qgroup: every block it reaches
+  std::uint64_t exclusive_bytes = 0;  // the blocks only it holds (what deleting it frees)
 };
 
 enum class output_stream { out, err };
@@ -262,6 +273,27 @@ public:
   virtual outcome<sandbox_info> inspect(const std::string& id) = 0;
   // Every sandbox this driver has, in no particular order.
   virtual outcome<std::vector<sandbox_info>> list() = 0;
+
+  // Snapshots of writable layers (docs/snapshots.md), named by a snapshot id
+  // (base/snapshot_id.hpp; anything else is invalid_argument). snapshot() takes an immutable,
+  // read-only copy of sandbox `id`'s writable layer in constant time: while running its
+  // processes are frozen for the instant (the tree is one consistent state of the layer, no
+  // write half in it), thawed after; filesystem- or memory-paused it is taken as it stands.
+  // A snapshot outlives its sandbox until remove_snapshot(). conflict when `snapshot_id`
+  // exists; invalid_argument for a driver that keeps no files.
+  virtual outcome<snapshot_info> snapshot(const std::string& id, const std::string& snapshot_id) {
+    (void)snapshot_id;
+    return make_error(errc::invalid_argument, "runtime " + std::string(name()) +
+                                                " keeps no files: sandbox " + id +
+                                                " has no writable layer to snapshot");
+  }
+  // Deletes a snapshot (its blocks no other layer shares are freed); missing is fine.
+  virtual outcome<void> remove_snapshot(const std::string& snapshot_id) {
+    (void)snapshot_id;
+    return {};
+  }
+  // The snapshots this driver holds, in no order (after a restart too).
+  virtual outcome<std::vector<std::string>> list_snapshots() { return std::vector<std::string>{}; }
 
   // The writable layer of a filesystem-paused sandbox (no process runs; the layer is synced
   // and its overlay unmounted, so nothing changes it while it is read): conflict in any other

@@ -4,6 +4,7 @@
 #include "runtime/child_process.hpp"
 #include "runtime/names.hpp"
 #include "runtime/overlay_mount.hpp"
+#include "runtime/tree_walk.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -191,6 +192,9 @@ layer_pool::layer_pool(layer_pool_options options)
 layer_pool::~layer_pool() {
   if (keep_mounted_)
     return;
+  // A handle inside the pool keeps it busy; an empty snapshot directory is no layer left.
+  snapshots_fd_.reset();
+  ::unlinkat(dir_fd_.get(), ".snapshots", AT_REMOVEDIR);
   const bool layers_left = !is_empty_dir(dir_fd_.get());
   dir_fd_.reset();
   if (layers_left) {
@@ -292,11 +296,141 @@ std::string layer_pool::work(const std::string& id) const {
 
 std::uint64_t layer_pool::subvolume_id(const std::string& id) const {
   unique_fd sub = open_beneath(dir_fd_.get(), id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!sub)
+    fail("open layer " + id);
+  return subvolume_id_of(sub.get(), "layer " + id);
+}
+
+std::uint64_t layer_pool::subvolume_id_of(int fd, const std::string& what) {
   btrfs_ioctl_ino_lookup_args a{};
   a.objectid = BTRFS_FIRST_FREE_OBJECTID;
-  if (!sub || ::ioctl(sub.get(), BTRFS_IOC_INO_LOOKUP, &a) != 0)
-    fail("look up layer " + id);
+  if (::ioctl(fd, BTRFS_IOC_INO_LOOKUP, &a) != 0)
+    fail("look up " + what);
   return a.treeid;
+}
+
+void layer_pool::set_limit(std::uint64_t qgroup, std::uint64_t bytes, const std::string& what) {
+  if (bytes == 0)
+    return; // no limit at all
+  btrfs_ioctl_qgroup_limit_args l{};
+  l.qgroupid = qgroup;
+  l.lim.flags = BTRFS_QGROUP_LIMIT_MAX_RFER;
+  l.lim.max_rfer = bytes;
+  if (::ioctl(dir_fd_.get(), BTRFS_IOC_QGROUP_LIMIT, &l) != 0)
+    fail("limit " + what);
+}
+
+int layer_pool::snapshots_fd() {
+  if (!snapshots_fd_) {
+    if (::mkdirat(dir_fd_.get(), ".snapshots", 0700) != 0 && errno != EEXIST)
+      fail("mkdir " + dir_ + "/.snapshots");
+    snapshots_fd_ = open_beneath(dir_fd_.get(), ".snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+    if (!snapshots_fd_)
+      fail("open " + dir_ + "/.snapshots");
+  }
+  return snapshots_fd_.get();
+}
+
+void layer_pool::snapshot(const std::string& id, const std::string& snap) {
+  unique_fd src = open_beneath(dir_fd_.get(), id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!src)
+    fail("open layer " + id);
+  require_plain_component(snap, "snapshot name");
+  btrfs_ioctl_vol_args_v2 a{};
+  if (snap.size() >= sizeof a.name)
+    throw std::invalid_argument("snapshot name " + snap + " is too long");
+  a.fd = src.get();
+  a.flags = BTRFS_SUBVOL_RDONLY;
+  std::memcpy(a.name, snap.data(), snap.size());
+  if (::ioctl(snapshots_fd(), BTRFS_IOC_SNAP_CREATE_V2, &a) != 0)
+    fail("snapshot layer " + id + " as " + snap);
+}
+
+void layer_pool::create_from(const std::string& id, const std::string& snap, uid_t owner,
+                             std::uint64_t bytes) {
+  require_plain_component(id, "layer name");
+  require_plain_component(snap, "snapshot name");
+  unique_fd src = open_beneath(snapshots_fd(), snap, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!src)
+    fail("open snapshot " + snap);
+  btrfs_ioctl_vol_args_v2 a{};
+  if (id.size() >= sizeof a.name)
+    throw std::invalid_argument("layer name " + id + " is too long");
+  a.fd = src.get();
+  std::memcpy(a.name, id.data(), id.size());
+  if (::ioctl(dir_fd_.get(), BTRFS_IOC_SNAP_CREATE_V2, &a) != 0)
+    fail("make layer " + id + " from snapshot " + snap);
+  unique_fd sub = open_beneath(dir_fd_.get(), id, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  struct stat up {};
+  if (!sub || ::fstatat(sub.get(), "upper", &up, AT_SYMLINK_NOFOLLOW) != 0)
+    fail("open layer " + id);
+  // The snapshot's files belong to its sandbox's range [from, from + 65536): move each to the
+  // same id in the new range. chown clears setuid and setgid, which are then set again.
+  const uid_t from = up.st_uid;
+  if (from != owner) {
+    auto shift = [&](int parent, const std::string& name, const struct stat& st) {
+      auto moved = [&](std::uint32_t v) -> std::uint32_t {
+        return v >= from && v - from < 65536 ? owner + (v - from) : v;
+      };
+      if (::fchownat(parent, name.c_str(), moved(st.st_uid), moved(st.st_gid),
+                     AT_SYMLINK_NOFOLLOW) != 0)
+        fail("chown " + name + " in layer " + id);
+      if (S_ISREG(st.st_mode) && (st.st_mode & (S_ISUID | S_ISGID)) &&
+          ::fchmodat(parent, name.c_str(), st.st_mode & 07777, 0) != 0)
+        fail("chmod " + name + " in layer " + id);
+    };
+    tree_visitor v;
+    v.on_leaf = shift;
+    v.on_dir_done = [&](int parent, const std::string& name) {
+      struct stat st {};
+      if (::fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0)
+        fail("stat " + name + " in layer " + id);
+      shift(parent, name, st);
+    };
+    walk_tree(sub.get(), "upper", v);
+  }
+  set_limit(subvolume_id_of(sub.get(), "layer " + id), limit_for(bytes), "layer " + id);
+}
+
+void layer_pool::remove_snapshot(const std::string& snap) {
+  auto args = vol_args(snap);
+  if (::ioctl(snapshots_fd(), BTRFS_IOC_SNAP_DESTROY, &args) != 0 && errno != ENOENT)
+    fail("delete snapshot " + snap);
+}
+
+bool layer_pool::snapshot_exists(const std::string& snap) const {
+  require_plain_component(snap, "snapshot name");
+  struct stat st {};
+  const std::string path = ".snapshots/" + snap;
+  return ::fstatat(dir_fd_.get(), path.c_str(), &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         S_ISDIR(st.st_mode);
+}
+
+std::vector<std::string> layer_pool::snapshots() const {
+  std::vector<std::string> out;
+  int fd = ::openat(dir_fd_.get(), ".snapshots", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    return out;
+  DIR* d = ::fdopendir(fd);
+  if (d == nullptr) {
+    ::close(fd);
+    return out;
+  }
+  while (dirent* e = ::readdir(d))
+    if (std::strcmp(e->d_name, ".") != 0 && std::strcmp(e->d_name, "..") != 0)
+      out.emplace_back(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+layer_pool::qgroup_bytes layer_pool::snapshot_usage(const std::string& snap) {
+  require_plain_component(snap, "snapshot name");
+  unique_fd sub = open_beneath(snapshots_fd(), snap, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+  if (!sub)
+    fail("open snapshot " + snap);
+  auto q = subvolume_id_of(sub.get(), "snapshot " + snap);
+  commit();
+  return qgroup_of(q, "snapshot " + snap);
 }
 
 void layer_pool::commit() {
@@ -304,9 +438,14 @@ void layer_pool::commit() {
     fail("commit " + dir_);
 }
 
-std::uint64_t layer_pool::usage(const std::string& id) {
+std::uint64_t layer_pool::usage(const std::string& id, bool commit_first) {
   std::uint64_t qgroup = subvolume_id(id);
-  commit();
+  if (commit_first)
+    commit();
+  return qgroup_of(qgroup, "layer " + id).referenced;
+}
+
+layer_pool::qgroup_bytes layer_pool::qgroup_of(std::uint64_t qgroup, const std::string& what) {
   btrfs_ioctl_search_args s{};
   s.key.tree_id = BTRFS_QUOTA_TREE_OBJECTID;
   s.key.min_type = s.key.max_type = BTRFS_QGROUP_INFO_KEY;
@@ -314,16 +453,16 @@ std::uint64_t layer_pool::usage(const std::string& id) {
   s.key.max_transid = ~0ull;
   s.key.nr_items = 1;
   if (::ioctl(dir_fd_.get(), BTRFS_IOC_TREE_SEARCH, &s) != 0)
-    fail("read the quota of layer " + id);
+    fail("read the quota of " + what);
   if (s.key.nr_items == 0)
-    return 0;
+    return {};
   btrfs_ioctl_search_header h{};
   std::memcpy(&h, s.buf, sizeof h);
   btrfs_qgroup_info_item item{};
   if (h.len < sizeof item)
-    return 0;
+    return {};
   std::memcpy(&item, s.buf + sizeof h, sizeof item);
-  return le64toh(item.rfer);
+  return {le64toh(item.rfer), le64toh(item.excl)};
 }
 
 } // namespace sandboxd::runtime

@@ -25,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <vector>
 
 namespace sandboxd::runtime {
 
@@ -66,10 +67,34 @@ public:
   const std::string& mount_point() const { return dir_; }
 
   // The layer's bytes as the kernel counts them, after committing what was written so
-  // far (a btrfs transaction commit of the pool).
-  std::uint64_t usage(const std::string& id);
+  // far (a btrfs transaction commit of the pool); without `commit`, as of the last commit.
+  std::uint64_t usage(const std::string& id, bool commit = true);
   // Flushes and commits the pool (what usage() does first).
   void commit();
+
+  // Snapshots of layers (docs/snapshots.md): read-only subvolumes .snapshots/<snap> of the
+  // pool (the directory is 0700; no sandbox id starts with '.'). snapshot() makes one of
+  // layer `id` in one ioctl (BTRFS_IOC_SNAP_CREATE_V2 with BTRFS_SUBVOL_RDONLY; the kernel
+  // flushes the layer's dirty data into it first), in constant time whatever the layer's size:
+  // it shares every block with the layer until either changes. Throws if `snap` exists.
+  void snapshot(const std::string& id, const std::string& snap);
+  // Makes layer `id` (as create() does, limit included) as a writable snapshot of snapshot
+  // `snap`, whose owners are moved from the snapshot's id range to `owner`'s (the upper
+  // directory's owner is the range's root): a walk that changes inodes only, every data block
+  // stays shared. Throws if `id` exists or `snap` does not.
+  void create_from(const std::string& id, const std::string& snap, uid_t owner,
+                   std::uint64_t bytes);
+  // Deletes snapshot `snap`; missing is fine.
+  void remove_snapshot(const std::string& snap);
+  bool snapshot_exists(const std::string& snap) const;
+  // The names in .snapshots/, in no order.
+  std::vector<std::string> snapshots() const;
+  struct qgroup_bytes {
+    std::uint64_t referenced = 0; // every block it reaches
+    std::uint64_t exclusive = 0;  // the blocks no other subvolume shares: what deleting frees
+  };
+  // Snapshot `snap`'s qgroup counts after a commit of the pool.
+  qgroup_bytes snapshot_usage(const std::string& snap);
 
   // For the read-only template layers (layer_store.hpp), which use a pool of their own:
   // a plain subvolume `name` (no upper/, work/ or limit), opened for reading; a subvolume
@@ -85,6 +110,12 @@ public:
 
 private:
   std::uint64_t subvolume_id(const std::string& id) const;
+  static std::uint64_t subvolume_id_of(int fd, const std::string& what);
+  qgroup_bytes qgroup_of(std::uint64_t qgroup, const std::string& what);
+  void set_limit(std::uint64_t qgroup, std::uint64_t bytes, const std::string& what);
+  // .snapshots/, made on first use.
+  int snapshots_fd();
+  unique_fd snapshots_fd_;
 
   layer_pool_options options_;
   std::string image_, dir_;

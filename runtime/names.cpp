@@ -81,4 +81,12 @@ outcome<void> check_env(const std::vector<std::pair<std::string, std::string>>& 
   return {};
 }
 
+outcome<void> check_snapshot_id(std::string_view id) {
+  if (is_snapshot_id(id))
+    return {};
+  return make_error(errc::invalid_argument,
+                    "snapshot id \"" + std::string(id.substr(0, 80)) +
+                      "\" is not one sandboxd made (snap- and 16 hex digits); list snapshots");
+}
+
 } // namespace sandboxd::runtime

@@ -6,6 +6,7 @@
 // a prefix-ambiguous runtime id once the driver has appended its suffix.
 #pragma once
 
+#include "base/snapshot_id.hpp"
 #include "runtime/errc.hpp"
 
 #include <string>
@@ -30,6 +31,10 @@ void require_plain_component(std::string_view name, const char* what);
 
 // invalid_argument naming the sandbox id and the rule, or ok.
 outcome<void> check_sandbox_id(std::string_view id);
+// Snapshot ids (docs/snapshots.md) are chosen by sandboxd: "snap-" and 16 lowercase hex
+// digits. A forged one (any other form) is invalid_argument naming the rule.
+using sandboxd::is_snapshot_id;
+outcome<void> check_snapshot_id(std::string_view id);
 // invalid_argument naming the template name and the rule, or ok.
 outcome<void> check_template_name(std::string_view name);
 // A sandbox's environment: names of [A-Za-z_][A-Za-z0-9_]* (at most 256 bytes), values

@@ -145,6 +145,9 @@ public:
   outcome<sandbox_info> inspect(const std::string& id) override;
   outcome<std::vector<sandbox_info>> list() override;
   outcome<writable_layer> open_writable_layer(const std::string& id) override;
+  outcome<snapshot_info> snapshot(const std::string& id, const std::string& snapshot_id) override;
+  outcome<void> remove_snapshot(const std::string& snapshot_id) override;
+  outcome<std::vector<std::string>> list_snapshots() override;
 
   // The runtime command line this driver uses, without the subcommand
   // (e.g. {"/usr/bin/runsc", "--root=...", "--network=none", ...}); for tests and the

@@ -133,6 +133,9 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     return c.err();
   if (auto c = check_env(req.env); !c)
     return c.err();
+  if (!req.from_snapshot.empty())
+    if (auto c = check_snapshot_id(req.from_snapshot); !c)
+      return c.err();
   if (req.network != network_policy::none && !links_)
     return make_error(errc::invalid_argument,
                       std::string("driver ") + std::string(name()) +
@@ -143,6 +146,10 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
     std::string d = dir(req.id);
     if (has_dir(req.id))
       return make_error(errc::conflict, "sandbox " + req.id + " already exists; pick another id");
+    if (!req.from_snapshot.empty() && !layers_.snapshot_exists(req.from_snapshot))
+      return make_error(errc::not_found, "snapshot " + req.from_snapshot +
+                                           " is not on this node's " + std::string(name()) +
+                                           " runtime; list snapshots");
     std::string root_dir;
     if (req.layers.empty()) {
       auto root = templates_.rootfs(req.template_name);
@@ -219,7 +226,10 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
       // A layer without a sandbox directory is what a crash between the two left.
       if (layers_.exists(req.id))
         layers_.remove(req.id);
-      layers_.create(req.id, range->base, range->base, req.limits.disk_bytes);
+      if (req.from_snapshot.empty())
+        layers_.create(req.id, range->base, range->base, req.limits.disk_bytes);
+      else
+        layers_.create_from(req.id, req.from_snapshot, range->base, req.limits.disk_bytes);
       save_record(options_.data_dir, r, record_write::first);
       if (link) {
         make_link(*link);

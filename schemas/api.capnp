@@ -75,6 +75,31 @@ interface Session {
 
   templates @6 () -> (templates :Templates);
   # The templates this tenant sees: the global ones and its own (docs/templates.md).
+
+  listSnapshots @7 (sandboxId :Text) -> (snapshots :List(SnapshotInfo));
+  # This tenant's snapshots (docs/snapshots.md), oldest first; with sandboxId, only those
+  # taken of that sandbox (deleted or not). They outlive their sandbox.
+
+  getSnapshot @8 (snapshotId :Text) -> (snapshot :SnapshotInfo);
+  # NOT_FOUND for a snapshot this tenant does not hold (another tenant's included);
+  # INVALID_ARGUMENT for an id that is not one sandboxd makes (snap- and 16 hex digits).
+
+  deleteSnapshot @9 (snapshotId :Text) -> ();
+  # Deletes the snapshot (a `snapshot_deleted` event on its sandbox's stream, then its
+  # subvolume); forks made from it keep their own layers. NOT_FOUND as getSnapshot.
+}
+
+struct SnapshotInfo {
+  id @0 :Text;                     # snap-<16 hex digits>
+  name @1 :Text;
+  sandboxId @2 :Text;              # the sandbox it was taken of
+  takenAtNs @3 :Int64;
+  template @4 :Text;               # the sandbox's template (a fork starts on it)
+  runtime @5 :Text;                # the sandbox's runtime (a fork runs on it)
+  layerBytes @6 :UInt64;           # the sandbox's writable layer when it was taken
+  referencedBytes @7 :UInt64;      # btrfs qgroup counts of the snapshot: every block it reaches,
+  exclusiveBytes @8 :UInt64;       # and the blocks only it holds (what deleting it frees)
+  sequence @9 :UInt64;             # of its snapshot_taken in the sandbox's stream
 }
 
 struct CreateRequest {
@@ -87,6 +112,9 @@ struct CreateRequest {
   labels @6 :List(Ev.Label);
   clientRequestId @7 :Text;        # makes create idempotent per tenant
   noPool @8 :Bool;                 # make it cold even when a warm pool could serve it
+  fromSnapshot @9 :Text;           # a fork: the writable layer starts as this snapshot of the
+                                   # tenant's; template and runtime are the snapshot's ("" or
+                                   # the same, else INVALID_ARGUMENT)
 }
 
 struct EnvVar {
@@ -216,6 +244,12 @@ interface Sandbox {
   setTimeouts @15 (timeouts :TimeoutSettings) -> (info :SandboxInfo);
 
   watch @16 (fromSequence :UInt64, sink :EventSink) -> (handle :Handle);
+
+  snapshot @17 (name :Text) -> (snapshot :SnapshotInfo);
+  # A read-only snapshot of the writable layer (docs/snapshots.md): running (its processes
+  # frozen for the instant), or paused in either mode; CONFLICT otherwise. Returns once its
+  # snapshot_taken is durable. RESOURCE_EXHAUSTED past the tenant's snapshot quota; name at
+  # most 128 bytes of UTF-8.
   # The sandbox's events from `fromSequence` (0 or 1: from its creation), then live ones
   # as they are appended, until the handle is dropped or the sandbox is deleted (then
   # sink.end("deleted") follows its last event). A sink that does not keep up slows the

@@ -53,6 +53,8 @@ struct Event {
     template @33 :TemplateEvent;   # a template's history; sandboxId is "@templates"
     claimRequested @34 :ClaimRequested;  # a pool sandbox is handed to a tenant (docs/pools.md)
     claimed @35 :Claimed;
+    snapshotRequested @36 :SnapshotRequested;
+    snapshotDeleted @37 :SnapshotDeleted;
   }
 }
 
@@ -143,6 +145,7 @@ enum CommandKind {
   closeConnection @29;
   claimSandbox @30;
   runtimeClaimed @31;
+  deleteSnapshot @32;
 }
 
 enum OpOutcome {
@@ -157,6 +160,7 @@ enum FileOpKind {
   makeDir @1;
   remove @2;
   rename @3;
+  snapshot @4;     # a snapshot of the writable layer (SnapshotRequested / SnapshotTaken)
 }
 
 enum FileReadKind {
@@ -222,6 +226,7 @@ struct Created {
   pool @9 :Text;                 # "": a tenant's own sandbox; else the warm pool that made it
                                  # (its key, docs/pools.md): the event's tenant is "@pool" and
                                  # a claimRequested hands it to a tenant
+  fromSnapshot @10 :Text;        # a fork: its writable layer started as this snapshot ("" none)
 }
 
 struct TemplateRef {
@@ -332,8 +337,30 @@ struct StorageSampled {
 }
 
 struct SnapshotTaken {
+  # The outcome of a SnapshotRequested (docs/snapshots.md). Records written before snapshots
+  # had an intent carry only the first two fields (opId "" and outcome completed).
   snapshotId @0 :Text;
-  writableLayerBytes @1 :UInt64;
+  writableLayerBytes @1 :UInt64; # the source layer's referenced bytes at the snapshot
+  opId @2 :Text;                 # the SnapshotRequested's
+  outcome @3 :OpOutcome;
+  errorCode @4 :ErrorCode;       # outcome failed: why
+  errorMessage @5 :Text;
+  name @6 :Text;                 # as the caller gave it ("" for none)
+  referencedBytes @7 :UInt64;    # the snapshot's btrfs qgroup counts, after a commit
+  exclusiveBytes @8 :UInt64;     # (exclusive: what deleting the snapshot would free)
+}
+
+struct SnapshotRequested {
+  # A read-only snapshot of the sandbox's writable layer, logged before it is taken.
+  opId @0 :Text;                 # unique per sandbox; SnapshotTaken names it
+  snapshotId @1 :Text;           # snap-<16 hex digits>, chosen by sandboxd
+  name @2 :Text;                 # the caller's name for it ("" for none)
+}
+
+struct SnapshotDeleted {
+  # A snapshot of this sandbox was deleted (logged before its subvolume is deleted). Also
+  # after the sandbox itself was deleted: its snapshots outlive it.
+  snapshotId @0 :Text;
 }
 
 struct TimeoutChanged {

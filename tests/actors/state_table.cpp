@@ -3,6 +3,7 @@
 
 #include "tests/support/build_tree.hpp"
 
+#include "base/snapshot_id.hpp"
 #include "base/utf8.hpp"
 #include "network/policy.hpp"
 
@@ -322,7 +323,14 @@ std::string input_of(const sandbox_state& s, const command_body& c, time_point n
         return timeouts_ok(x.timeouts) ? "set_timeout" : "set_timeout_invalid";
       },
       [&](const cmd::snapshot& x) -> std::string {
-        return x.snapshot_id.empty() ? "snapshot_invalid" : "snapshot";
+        if (x.finished)
+          return has_op(s, x.finished->op_id) ? "snapshot_finished" : "snapshot_finished_unknown";
+        return is_snapshot_id(x.snapshot_id) && !x.op_id.empty() && !has_op(s, x.op_id)
+                 ? "snapshot"
+                 : "snapshot_invalid";
+      },
+      [&](const cmd::delete_snapshot& x) -> std::string {
+        return is_snapshot_id(x.snapshot_id) ? "delete_snapshot" : "delete_snapshot_invalid";
       },
       [&](const cmd::runtime_started&) -> std::string { return "runtime_started"; },
       [&](const cmd::claim& x) -> std::string { return claim_input(s, x); },
@@ -392,7 +400,7 @@ std::string mismatch(const cell& expected, const decision& d, const sandbox_stat
          expected.event_names[0] == "failed"))
       while (names.size() > expected.event_names.size() &&
              (names[0] == "exec_finished" || names[0] == "file_op_finished" ||
-              names[0] == "connection_closed"))
+              names[0] == "snapshot_taken" || names[0] == "connection_closed"))
         names.erase(names.begin());
     got += " → " + column_of(after);
     if (expected.what == cell::kind::events && names == expected.event_names &&

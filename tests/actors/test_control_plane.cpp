@@ -140,7 +140,8 @@ BOOST_AUTO_TEST_CASE(concurrent_commands_for_one_sandbox_are_decided_one_at_a_ti
           body = cmd::set_timeout{};
           break;
         default:
-          body = cmd::snapshot{"s" + std::to_string(t) + "-" + std::to_string(i), 0};
+          body = cmd::snapshot{
+            "snap-00000000000000a1", "op-" + std::to_string(t) + "-" + std::to_string(i), "", {}};
         }
         plane.submit(id, user(std::move(body)), ac::reply_when::durable, [&](ac::command_reply r) {
           if (r.ok()) {

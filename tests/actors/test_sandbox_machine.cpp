@@ -130,12 +130,31 @@ const std::map<std::string, std::function<input_case(const sandbox_state&)>>& in
      }},
     {"snapshot",
      [](auto&) {
-       return C{cmd::snapshot{"snap-1", 8192}};
+       return C{cmd::snapshot{"snap-0123456789abcdef", "op-s1", "before", std::nullopt}};
      }},
     {"snapshot_invalid",
      [](auto&) {
-       return C{cmd::snapshot{"", 8192}};
+       return C{cmd::snapshot{"snap-1", "op-s1", "", std::nullopt}}; // a forged id
      }},
+    {"snapshot_finished",
+     [](const sandbox_state&) {
+       events::snapshot_taken t;
+       t.op_id = "op-s1";
+       t.snapshot_id = "snap-0123456789abcdef";
+       t.writable_layer_bytes = 8192;
+       C c{cmd::snapshot{{}, {}, {}, t}};
+       c.needs_exec = true;
+       return c;
+     }},
+    {"snapshot_finished_unknown",
+     [](auto&) {
+       events::snapshot_taken t;
+       t.op_id = "op-s9";
+       t.snapshot_id = "snap-0123456789abcdef";
+       return C{cmd::snapshot{{}, {}, {}, t}};
+     }},
+    {"delete_snapshot", [](auto&) { return C{cmd::delete_snapshot{"snap-0123456789abcdef"}}; }},
+    {"delete_snapshot_invalid", [](auto&) { return C{cmd::delete_snapshot{"../../etc"}}; }},
     {"redact", [](auto&) { return C{cmd::redact{"privacy request 7"}}; }},
     {"redact_repeated",
      [](auto&) {
@@ -265,8 +284,9 @@ void must(machine_sim& sim, command_body body) {
 }
 
 // A sandbox in `column`'s state, reached through decide and evolve by the shortest path;
-// with an exec started while running when `with_exec`; a warm pool's sandbox when `pooled`
-// (a claiming one always is: claimed with canonical_claim()).
+// with an exec, a file change, a connection and a snapshot started while running when
+// `with_exec`; a warm pool's sandbox when `pooled` (a claiming one always is: claimed with
+// canonical_claim()).
 machine_sim build(const std::string& column, bool with_exec, bool pooled = false) {
   machine_sim sim;
   if (column == "absent")
@@ -287,6 +307,7 @@ machine_sim build(const std::string& column, bool with_exec, bool pooled = false
       must(sim, cmd::exec{"exec-1", {"sleep", "100"}, "/", 0s});
       must(sim, cmd::write_file{intent("op-1", events::file_op_kind::write, "/a"), {}});
       must(sim, cmd::open_connection{"conn-1", allowed_destination()});
+      must(sim, cmd::snapshot{"snap-0123456789abcdef", "op-s1", "", std::nullopt});
     }
   }
   if (column == "failed") {

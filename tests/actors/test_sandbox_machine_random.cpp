@@ -84,7 +84,22 @@ public:
     case 7:
       return cmd::set_timeout{timeouts()};
     case 8:
-      return cmd::snapshot{chance(0.3) ? "" : "snap", 100};
+      switch (pick(4)) {
+      case 0: { // a snapshot's outcome: the one in flight, or one that is not
+        events::snapshot_taken t;
+        t.op_id = "op-unknown";
+        for (const auto& op : s.file_ops_in_flight)
+          if (op.kind == events::file_op_kind::snapshot && chance(0.7))
+            t.op_id = op.op_id;
+        t.snapshot_id = "snap-00000000000000a1";
+        return cmd::snapshot{{}, {}, {}, t};
+      }
+      case 1:
+        return cmd::delete_snapshot{chance(0.3) ? "snap-x" : "snap-00000000000000a1"};
+      default:
+        return cmd::snapshot{chance(0.3) ? "snap" : "snap-00000000000000a1",
+                             "op-snap-" + std::to_string(pick(1 << 20)), "", std::nullopt};
+      }
     case 9:
       return cmd::runtime_started{};
     case 10:
@@ -326,6 +341,8 @@ BOOST_AUTO_TEST_CASE(random_sequences_follow_the_table_and_replay_to_the_same_st
               outcomes.insert("exec " + f->exec_id);
             if (auto* f = std::get_if<events::file_op_finished>(&e.body))
               outcomes.insert("file op " + f->op_id);
+            if (auto* f = std::get_if<events::snapshot_taken>(&e.body))
+              outcomes.insert("file op " + f->op_id);
           }
         for (const auto& x : before.execs_in_flight)
           if (std::find(after.execs_in_flight.begin(), after.execs_in_flight.end(), x) ==
@@ -342,11 +359,17 @@ BOOST_AUTO_TEST_CASE(random_sequences_follow_the_table_and_replay_to_the_same_st
       }
       if (before.status == sandbox_status::deleted) {
         // Terminal: nothing is appended and nothing changes (a retried create is answered
-        // with the deleted sandbox it made), but a first redact: `redacted`, still deleted.
+        // with the deleted sandbox it made), but a first redact: `redacted`, still deleted,
+        // and a snapshot's deletion: `snapshot_deleted`, nothing else changed.
         if (row == "redact") {
           BOOST_REQUIRE(d.ok() && d.emitted().size() == 1);
           BOOST_REQUIRE(after.status == sandbox_status::deleted && after.redacted);
           BOOST_REQUIRE(after.spec.labels.empty() && after.spec.env.empty());
+        } else if (row == "delete_snapshot") { // its snapshots outlive it: still deleted
+          BOOST_REQUIRE(d.ok() && d.emitted().size() == 1);
+          auto same = after;
+          same.sequence = before.sequence;
+          BOOST_REQUIRE(same == before);
         } else {
           BOOST_REQUIRE(!d.ok() || d.emitted().empty());
           BOOST_REQUIRE(after == before);

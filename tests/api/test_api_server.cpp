@@ -125,6 +125,7 @@ std::vector<std::pair<std::string, api::error>> call_every_method(rpc::Sandbox::
   add("resume", sb.resumeRequest().send());
   add("setTimeouts", sb.setTimeoutsRequest().send());
   add("watch", sb.watchRequest().send());
+  add("snapshot", sb.snapshotRequest().send());
   add("delete", sb.deleteRequest().send());
   return out;
 }
@@ -241,7 +242,7 @@ BOOST_AUTO_TEST_CASE(another_tenants_sandbox_is_not_found_by_every_method) {
     r.setSandboxId(missing);
     absent = call_every_method(r.send().getSandbox(), ws);
   }
-  BOOST_REQUIRE_EQUAL(foreign.size(), 17u);
+  BOOST_REQUIRE_EQUAL(foreign.size(), 18u);
   for (std::size_t i = 0; i < foreign.size(); ++i) {
     BOOST_TEST_CONTEXT("Sandbox." << foreign[i].first) {
       BOOST_TEST(api::to_string(foreign[i].second.code) == "not_found");

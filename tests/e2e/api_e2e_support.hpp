@@ -7,11 +7,15 @@
 
 #include "api/client.hpp"
 #include "base/sha256.hpp"
+#include "runtime/data_entry.hpp"
 #include "tests/e2e/e2e_support.hpp"
 
 #include "tests/support/kafka_broker.hpp"
 
+#include <sys/stat.h>
+
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -142,6 +146,19 @@ inline result<api::file_digest> write_all(api::client& c, const std::string& id,
     sent = true;
     return api::source_step::chunk;
   });
+}
+
+// The pool's snapshot directory of `runtime`, as the daemon's mount namespace shows it: below
+// the runtime's data directory, or its entry (runtime/data_entry.hpp) when it works through one.
+inline std::string pool_snapshots(const daemon_process& d, const std::string& runtime) {
+  const std::string root = "/proc/" + std::to_string(d.pid()) + "/root";
+  const auto data = std::filesystem::weakly_canonical(d.data() + "/runtimes/" + runtime).string();
+  for (const auto& at : {data, runtime::entry_path(data, "/run/sandboxd")}) {
+    struct stat st {};
+    if (!at.empty() && ::stat((root + at + "/layers/.snapshots").c_str(), &st) == 0)
+      return root + at + "/layers/.snapshots";
+  }
+  return root + data + "/layers/.snapshots";
 }
 
 // VmRSS of process `pid` in KiB (0 when it is gone).

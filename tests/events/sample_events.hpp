@@ -145,6 +145,9 @@ inline std::vector<event> samples() {
   claim.client_request_id = "client-req-claim-1";
   out.push_back(sample_envelope(seq++, claim));
   out.push_back(sample_envelope(seq++, claimed{}));
+  out.push_back(sample_envelope(
+    seq++, snapshot_requested{"op-snap-1", "snap-00112233aabbccdd", "before the migration"}));
+  out.push_back(sample_envelope(seq++, snapshot_deleted{"snap-00112233aabbccdd"}));
   return out;
 }
 
@@ -209,6 +212,16 @@ inline std::vector<event> samples_v2() {
   out.push_back(sample_envelope(104, fr));
   out.push_back(sample_envelope(105, timeout_changed{timeouts}));
   out.push_back(sample_envelope(106, deleted{3'221'225'472}));
+  snapshot_taken st;
+  st.snapshot_id = "snap-00112233aabbccdd";
+  st.writable_layer_bytes = 1'073'758'208;
+  st.op_id = "op-snap-1";
+  st.outcome = op_outcome::failed;
+  st.failure = error{errc::resource_exhausted, "the layer pool is full"};
+  st.name = "before the migration";
+  st.referenced_bytes = 1'073'774'592;
+  st.exclusive_bytes = 16'384;
+  out.push_back(sample_envelope(107, st));
   // A template's `ready` with the bytes its FROM template does not have.
   for (auto e : template_samples())
     if (auto* t = std::get_if<template_event>(&e.body))
@@ -255,6 +268,13 @@ inline std::vector<event> samples_v4() {
   e.tenant = std::string(k_pool_tenant);
   e.principal = "system";
   return {e};
+}
+
+// Payloads extended a fourth time (<name>.v5.bin): `created` of a fork.
+inline std::vector<event> samples_v5() {
+  auto cr = std::get<created>(samples_v3()[0].body);
+  cr.from_snapshot = "snap-00112233aabbccdd";
+  return {sample_envelope(301, cr)};
 }
 
 } // namespace sandboxd::events::testing

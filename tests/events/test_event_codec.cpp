@@ -236,6 +236,11 @@ BOOST_AUTO_TEST_CASE(created_by_a_pool_decodes_from_its_golden_file) {
   check_golden(sandboxd::events::testing::samples_v4(), ".v4.bin");
 }
 
+// `created` of a fork, naming its snapshot (older files decode with none).
+BOOST_AUTO_TEST_CASE(created_of_a_fork_decodes_from_its_golden_file) {
+  check_golden(sandboxd::events::testing::samples_v5(), ".v5.bin");
+}
+
 // Every change of the template stream, from its golden file.
 BOOST_AUTO_TEST_CASE(every_template_change_decodes_from_its_golden_file) {
   check_golden(sandboxd::events::testing::template_samples(), ".bin");

@@ -23,7 +23,8 @@ from .paginator import AsyncPaginator, Paginator
 from .sandbox import AsyncSandbox, Sandbox
 from .templates import AsyncTemplate, Template, TemplateInfo
 from .types import (AuditCheck, AuditProblem, AuditRow, BillLine, BillReport, CommandResult,
-                    EntryInfo, Event, Identity, Limits, ProcessInfo, SandboxInfo, SandboxSummary)
+                    EntryInfo, Event, Identity, Limits, ProcessInfo, SandboxInfo, SandboxSummary,
+                    SnapshotInfo)
 
 __version__ = "0.1.0"
 
@@ -36,5 +37,5 @@ __all__ = [
     "NotADirectoryError", "IsADirectoryError", "TooLargeError", "InternalError",
     "CommandExitError", "CommandTimeoutError",
     "LANGUAGES", "RunResult", "CommandResult", "EntryInfo", "Event", "Identity", "Limits", "ProcessInfo", "SandboxInfo",
-    "SandboxSummary", "BillLine", "BillReport", "AuditRow", "AuditProblem", "AuditCheck",
+    "SandboxSummary", "SnapshotInfo", "BillLine", "BillReport", "AuditRow", "AuditProblem", "AuditCheck",
 ]

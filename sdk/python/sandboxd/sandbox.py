@@ -22,7 +22,7 @@ from .files import AsyncFiles, Files
 from .paginator import AsyncPaginator, Paginator
 from .errors import check_choice
 from .languages import RunResult, argv_for, language_of
-from .types import Event, SandboxInfo, SandboxSummary
+from .types import Event, SandboxInfo, SandboxSummary, SnapshotInfo
 
 _KEEP = object()  # a timeout setting left as it is
 STATES = ("creating", "running", "pausing", "paused", "resuming", "deleting", "deleted",
@@ -119,12 +119,15 @@ class AsyncSandbox(LoopBound):
         token: Optional[str] = None,
         client: Optional[AsyncClient] = None,
         request_timeout: Optional[float] = None,
+        snapshot: Optional[str] = None,
     ) -> "AsyncSandbox":
         """Creates a sandbox and returns once it runs (arguments as :meth:`Sandbox.create`)."""
         c = await resolve_client(client, addr, token)
         req = c._live_session.create_request()
         r = req.request
-        r.template = template
+        # A fork takes its snapshot's template and runtime.
+        r.template = "" if snapshot and template == "base" else template
+        r.fromSnapshot = snapshot or ""
         r.runtime = runtime or ""
         r.limits.memoryMib, r.limits.cpuMillicores = memory_mib, cpu_millicores
         r.limits.pids, r.limits.diskMib = pids, disk_mib
@@ -240,6 +243,17 @@ class AsyncSandbox(LoopBound):
         return RunResult(language=language_of(language), exit_code=r.exit_code,
                          stdout=r.stdout, stderr=r.stderr, output="".join(both), command=r)
 
+    async def snapshot(self, name: str = "") -> SnapshotInfo:
+        """A read-only snapshot of the sandbox's files (see :meth:`Sandbox.snapshot`)."""
+        r = await self._client._call(f"snapshot {self.sandbox_id}", self._cap.snapshot(name))
+        return SnapshotInfo._from(r.snapshot)
+
+    async def fork(self, **create_args: Any) -> "AsyncSandbox":
+        """A snapshot, then a new sandbox from it (see :meth:`Sandbox.fork`)."""
+        s = await self.snapshot(f"fork of {self.sandbox_id}")
+        create_args.setdefault("client", self._client)
+        return await AsyncSandbox.create(snapshot=s.snapshot_id, **create_args)
+
     async def pause(self, mode: str = "filesystem") -> SandboxInfo:
         """Pauses the sandbox (``"filesystem"`` or ``"memory"``); answers once paused."""
         r = await self._client._call(f"pause {self.sandbox_id}", self._cap.pause(
@@ -354,6 +368,7 @@ class Sandbox:
         token: Optional[str] = None,
         client: Optional[Client] = None,
         request_timeout: Optional[float] = None,
+        snapshot: Optional[str] = None,
     ) -> "Sandbox":
         """Creates a sandbox and returns once it runs.
 
@@ -375,6 +390,8 @@ class Sandbox:
             addr, token: where sandboxd is and the token (default SANDBOXD_ADDR and
                 SANDBOXD_TOKEN, else ``./var``); or ``client``, a connection of your own.
             request_timeout: seconds before TimeoutError (default the client's, 60 s).
+            snapshot: a fork: the sandbox's files start as this snapshot (``sbx.snapshot()``);
+                its template and runtime are the snapshot's.
 
         Raises:
             InvalidArgumentError: a runtime the daemon lacks, a bad setting.
@@ -387,7 +404,7 @@ class Sandbox:
             disk_mib=disk_mib, idle_timeout=idle_timeout, lifetime=lifetime,
             paused_retention=paused_retention, on_timeout=on_timeout, network=network,
             allowed_hosts=allowed_hosts, request_id=request_id, addr=addr, token=token,
-            client=async_of(client), request_timeout=request_timeout)))
+            client=async_of(client), request_timeout=request_timeout, snapshot=snapshot)))
 
     @classmethod
     def connect(cls, sandbox_id: str, *, addr: Optional[str] = None,
@@ -466,6 +483,20 @@ class Sandbox:
         the interpreter and everything it started."""
         return portal().run(self._async.run(language, code, timeout=timeout, envs=envs,
                                             cwd=cwd, on_stdout=on_stdout, on_stderr=on_stderr))
+
+    def snapshot(self, name: str = "") -> SnapshotInfo:
+        """A read-only, copy-on-write snapshot of the sandbox's files, taken in constant time
+        (running: its processes are frozen for the instant; or paused). It outlives the
+        sandbox; ``Sandbox.create(snapshot=s.snapshot_id)`` starts a new sandbox from it.
+        ResourceExhaustedError past the tenant's snapshot quota."""
+        return portal().run(self._async.snapshot(name))
+
+    def fork(self, **create_args: Any) -> "Sandbox":
+        """A snapshot, then a new sandbox from it: the files as they are now, fresh
+        processes. Keyword arguments go to :meth:`create`."""
+        if "client" in create_args:
+            create_args["client"] = async_of(create_args["client"])
+        return Sandbox(portal().run(self._async.fork(**create_args)))
 
     def pause(self, mode: str = "filesystem") -> SandboxInfo:
         """Pauses the sandbox and returns once it is paused.

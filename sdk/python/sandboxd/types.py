@@ -117,6 +117,29 @@ class SandboxInfo:
 
 
 @dataclass(frozen=True)
+class SnapshotInfo:
+    """A read-only snapshot of a sandbox's writable layer (docs/snapshots.md)."""
+
+    snapshot_id: str  # snap-<16 hex digits>
+    name: str
+    sandbox_id: str  # the sandbox it was taken of
+    taken_at: Optional[_dt.datetime]
+    template: str
+    runtime: str
+    layer_bytes: int  # the sandbox's writable layer when it was taken
+    referenced_bytes: int
+    exclusive_bytes: int  # what deleting it frees
+    sequence: int  # of its snapshot_taken event
+
+    @classmethod
+    def _from(cls, r: Any) -> "SnapshotInfo":
+        return cls(snapshot_id=r.id, name=r.name, sandbox_id=r.sandboxId,
+                   taken_at=time_of(r.takenAtNs), template=r.template, runtime=r.runtime,
+                   layer_bytes=r.layerBytes, referenced_bytes=r.referencedBytes,
+                   exclusive_bytes=r.exclusiveBytes, sequence=r.sequence)
+
+
+@dataclass(frozen=True)
 class SandboxSummary:
     """A row of ``Sandbox.list``: the ``sandboxes`` read model, which lags the actors by
     some milliseconds (``get_info`` never lags)."""
