@@ -1,0 +1,290 @@
+#include "network/egress_proxy.hpp"
+
+#include "network/http_head.hpp"
+#include "network/socket_address.hpp"
+#include "network/tls_hello.hpp"
+
+#include <arpa/inet.h>
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <stdexcept>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace sandboxd::network {
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+void set_nonblocking(int fd) {
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+}
+
+std::string errno_text(int e) {
+  return std::strerror(e);
+}
+
+// What the first bytes name, once known.
+struct named {
+  std::string name;
+  events::name_source source = events::name_source::none;
+};
+
+// Reads from `fd` into `buf` until the first bytes name the destination (or cannot), the
+// limit, the wait or the stop. Nothing read is lost: the proxy sends `buf` on.
+named read_first_bytes(int fd, int wake, std::vector<std::uint8_t>& buf,
+                       std::chrono::milliseconds wait) {
+  const auto deadline = steady::now() + wait;
+  std::uint8_t chunk[4096];
+  while (buf.size() < k_first_bytes_limit) {
+    const auto left =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - steady::now()).count();
+    if (left <= 0)
+      return {};
+    pollfd p[2] = {{fd, POLLIN, 0}, {wake, POLLIN, 0}};
+    if (::poll(p, 2, static_cast<int>(left)) <= 0 || p[1].revents)
+      return {};
+    const auto room = std::min(sizeof chunk, k_first_bytes_limit - buf.size());
+    const auto n = ::recv(fd, chunk, room, 0);
+    if (n <= 0)
+      return {};
+    buf.insert(buf.end(), chunk, chunk + n);
+    const auto tls = read_tls_hello(buf);
+    if (tls.status == first_bytes_status::complete)
+      return {tls.server_name,
+              tls.server_name.empty() ? events::name_source::none : events::name_source::tls_sni};
+    const auto http = read_http_head(buf);
+    if (http.status == first_bytes_status::complete)
+      return {http.host, http.host.empty() ? events::name_source::none
+                         : http.connect    ? events::name_source::connect
+                                           : events::name_source::http_host};
+    const bool tls_done =
+      tls.status == first_bytes_status::other || tls.status == first_bytes_status::malformed;
+    const bool http_done =
+      http.status == first_bytes_status::other || http.status == first_bytes_status::malformed;
+    if (tls_done && http_done) // no name this proxy accepts: only an address rule allows it
+      return {};
+  }
+  return {};
+}
+
+// Connects to `to` within `timeout`: the socket (non-blocking), or -1 and the errno.
+int dial(const socket_address& to, std::chrono::milliseconds timeout, int& error) {
+  sockaddr_storage s{};
+  const auto len = to_sockaddr(to, s);
+  const int fd = ::socket(s.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0) {
+    error = errno;
+    return -1;
+  }
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&s), len) != 0 && errno != EINPROGRESS) {
+    error = errno;
+    ::close(fd);
+    return -1;
+  }
+  pollfd p{fd, POLLOUT, 0};
+  if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) {
+    error = ETIMEDOUT;
+    ::close(fd);
+    return -1;
+  }
+  int so = 0;
+  socklen_t n = sizeof so;
+  ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &so, &n);
+  if (so != 0) {
+    error = so;
+    ::close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// One direction of a relayed connection.
+struct pipe_half {
+  int from = -1, to = -1;
+  std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(64 * 1024);
+  std::size_t begin = 0, end = 0;
+  bool eof = false; // `from` ended; `to` was shut down for writing once `buf` drained
+  bool shut = false;
+  std::uint64_t bytes = 0;
+  bool failed = false;
+
+  bool pending() const { return begin < end; }
+  // Reads what `from` has (when the buffer is empty); writes what is pending.
+  void step(short from_events, short to_events) {
+    if (!pending() && !eof && (from_events & (POLLIN | POLLHUP | POLLERR))) {
+      const auto n = ::recv(from, buf.data(), buf.size(), 0);
+      if (n > 0) {
+        begin = 0;
+        end = static_cast<std::size_t>(n);
+      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
+        eof = true;
+        failed = n < 0;
+      }
+    }
+    if (pending() && (to_events & POLLOUT || to_events == 0)) {
+      const auto n = ::send(to, buf.data() + begin, end - begin, MSG_NOSIGNAL);
+      if (n > 0) {
+        begin += static_cast<std::size_t>(n);
+        bytes += static_cast<std::uint64_t>(n);
+      } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
+        eof = true;
+        failed = true;
+        begin = end = 0;
+      }
+    }
+    if (eof && !pending() && !shut) {
+      ::shutdown(to, SHUT_WR);
+      shut = true;
+    }
+  }
+  bool done() const { return eof && !pending(); }
+};
+
+} // namespace
+
+std::vector<ip_address> node_own_addresses() {
+  std::vector<ip_address> out;
+  ifaddrs* list = nullptr;
+  if (::getifaddrs(&list) != 0)
+    return out;
+  for (auto* i = list; i; i = i->ifa_next) {
+    if (!i->ifa_addr)
+      continue;
+    sockaddr_storage s{};
+    if (i->ifa_addr->sa_family == AF_INET)
+      std::memcpy(&s, i->ifa_addr, sizeof(sockaddr_in));
+    else if (i->ifa_addr->sa_family == AF_INET6)
+      std::memcpy(&s, i->ifa_addr, sizeof(sockaddr_in6));
+    else
+      continue;
+    if (auto a = from_sockaddr(s))
+      out.push_back(a->address);
+  }
+  ::freeifaddrs(list);
+  return out;
+}
+
+egress_proxy::egress_proxy(proxy_options options, egress_book& book, egress_decider& decider)
+    : options_(std::move(options)), book_(book), decider_(decider) {
+  if (::pipe2(wake_, O_CLOEXEC) != 0)
+    throw std::runtime_error("egress proxy: pipe: " + errno_text(errno));
+  // The connection ids of this run: unique against every earlier run's still in the log.
+  next_id_ = static_cast<std::uint64_t>(std::chrono::system_clock::now().time_since_epoch() /
+                                        std::chrono::microseconds(1))
+             << 8;
+  try {
+    acceptor_ =
+      std::make_unique<tcp_acceptor>("egress proxy", options_.port, options_.max_connections,
+                                     wake_[0], [this](int fd) { serve(fd); });
+  } catch (...) {
+    ::close(wake_[0]);
+    ::close(wake_[1]);
+    throw;
+  }
+}
+
+egress_proxy::~egress_proxy() {
+  stop();
+}
+
+std::size_t egress_proxy::open_connections() const {
+  return acceptor_->active();
+}
+
+void egress_proxy::stop() {
+  if (stopping_.exchange(true))
+    return;
+  const char c = 1;
+  [[maybe_unused]] auto w = ::write(wake_[1], &c, 1);
+  acceptor_->stop();
+  ::close(wake_[0]);
+  ::close(wake_[1]);
+}
+
+void egress_proxy::serve(int fd) {
+  const auto peer = peer_of(fd);
+  const auto dialled = original_destination(fd);
+  if (!peer || !dialled)
+    return;
+  const auto owner = book_.owner_of(peer->address);
+  if (!owner) // not from a link the node knows (the table lets nothing else reach the port)
+    return;
+  std::vector<std::uint8_t> first;
+  const auto n = read_first_bytes(fd, wake_[0], first, options_.first_bytes_wait);
+  if (stopping_)
+    return;
+
+  events::net_destination d;
+  d.protocol = events::net_protocol::tcp;
+  d.name = n.name;
+  d.source = n.source;
+  d.address = to_string(dialled->address);
+  d.port = dialled->port;
+  d.address_class = to_string(
+    classify(dialled->address, node_addresses{node_own_addresses(), options_.sandbox_ranges}));
+  d.name_resolves =
+    !n.name.empty() && book_.answered(owner->sandbox_id, n.name, dialled->address, steady::now());
+  const std::string id = "c" + std::to_string(next_id_++);
+  if (!decider_.open(*owner, id, d))
+    return;
+
+  const auto t0 = steady::now();
+  events::connection_closed closed;
+  closed.connection_id = id;
+  int error = 0;
+  const int up = dial(*dialled, options_.connect_timeout, error);
+  if (up < 0) {
+    closed.outcome = events::op_outcome::failed;
+    closed.error_message = "could not reach " + to_string(*dialled) + ": " + errno_text(error);
+    closed.duration = steady::now() - t0;
+    decider_.closed(*owner, closed);
+    return;
+  }
+  set_nonblocking(fd);
+  pipe_half out, in;
+  out.from = fd;
+  out.to = up;
+  in.from = up;
+  in.to = fd;
+  // The bytes read to learn the name go first.
+  std::copy(first.begin(), first.end(), out.buf.begin());
+  out.end = first.size();
+  bool interrupted = false;
+  while (!(out.done() && in.done())) {
+    pollfd p[3] = {{fd, 0, 0}, {up, 0, 0}, {wake_[0], POLLIN, 0}};
+    if (!out.pending() && !out.eof)
+      p[0].events |= POLLIN;
+    if (in.pending())
+      p[0].events |= POLLOUT;
+    if (!in.pending() && !in.eof)
+      p[1].events |= POLLIN;
+    if (out.pending())
+      p[1].events |= POLLOUT;
+    if (::poll(p, 3, -1) < 0) {
+      if (errno == EINTR)
+        continue;
+      break;
+    }
+    if (p[2].revents) {
+      interrupted = true;
+      break;
+    }
+    out.step(p[0].revents, p[1].revents);
+    in.step(p[1].revents, p[0].revents);
+    if (out.failed || in.failed) // a reset or an error, not an end: the other way ends too
+      break;
+  }
+  ::close(up);
+  closed.bytes_out = out.bytes;
+  closed.bytes_in = in.bytes;
+  closed.duration = steady::now() - t0;
+  closed.outcome = interrupted ? events::op_outcome::interrupted : events::op_outcome::completed;
+  decider_.closed(*owner, closed);
+}
+
+} // namespace sandboxd::network
