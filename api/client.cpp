@@ -573,6 +573,11 @@ result<sandbox_info> client::create(const create_options& o) {
     api::set_timeouts(r.initTimeouts(), o.timeouts);
     r.setClientRequestId(whole(o.client_request_id));
     set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
+    auto net = r.initNetwork();
+    net.setMode(static_cast<schema::NetworkPolicy::Mode>(o.network.mode));
+    auto hosts = net.initAllowedHosts(static_cast<unsigned>(o.network.allowed_hosts.size()));
+    for (unsigned i = 0; i < o.network.allowed_hosts.size(); ++i)
+      hosts.set(i, whole(o.network.allowed_hosts[i]));
     impl_->check_request_size(req);
     return info_of(req.send().wait(impl_->ws()).getInfo());
   });

@@ -86,6 +86,7 @@ struct create_options {
   timeout_change timeouts;
   std::string client_request_id;
   std::vector<events::env_var> env; // every exec sees these; `secret` values are never logged
+  events::network_policy network;   // mode none: loopback only (docs/network.md)
 };
 
 struct exec_options {

@@ -128,6 +128,8 @@ public:
       *ctx_, conn_, "Session.create", [this, context]() mutable -> kj::Promise<void> {
         auto& ctx = *ctx_;
         auto spec = take(created_of(context.getParams().getRequest(), ctx.options.defaults));
+        check_result(
+          network_within_ceiling(spec.network, ctx.network_ceiling_of(who_.tenant), who_.tenant));
         ctx.admit_log(who_.tenant);
         auto id = new_sandbox_id(*ctx.ledger);
         check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));

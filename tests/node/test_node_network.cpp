@@ -1,0 +1,400 @@
+// test_node_network — sandbox networks through a real node (docs/network.md): crun sandboxes
+// with an allow list reach what it allows through sandboxd's egress proxy and resolver, and
+// nothing else, and every attempt is an event in the sandbox's log.
+//
+// The binary runs in a network namespace of its own (tests/support/private_netns.hpp): the
+// node, its links and the egress table live there. Its "internet" is another namespace the
+// test makes, joined to the node by a veth pair: a DNS server (network/dns_message on a
+// thread) and HTTP servers on 198.51.100.2 and .3, a UDP sink on port 9999. Nothing any
+// sandbox sends can leave this machine.
+#define BOOST_TEST_MODULE node_network
+#include <boost/test/unit_test.hpp>
+
+#include "network/dns_message.hpp"
+#include "node/egress.hpp"
+#include "node/node.hpp"
+#include "tests/node/node_checks.hpp"
+#include "tests/projections/postgres_installed.hpp"
+#include "tests/support/netns.hpp"
+#include "tests/support/private_netns.hpp"
+
+#include <arpa/inet.h>
+#include <map>
+#include <mutex>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <thread>
+
+using namespace sandboxd::test;
+namespace cmd = sandboxd::actors::cmd;
+namespace net = sandboxd::network;
+
+namespace {
+
+boost::test_tools::assertion_result as_root(boost::unit_test::test_unit_id id) {
+  boost::test_tools::assertion_result r(::geteuid() == 0);
+  if (!r) {
+    r.message() << "needs root (network namespaces, nftables, crun)";
+    return r;
+  }
+  return postgres_installed(id);
+}
+
+int bound(int type, const std::string& address, std::uint16_t port) {
+  const int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_port = htons(port);
+  ::inet_pton(AF_INET, address.c_str(), &a.sin_addr);
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
+    throw std::runtime_error("bind " + address + ":" + std::to_string(port));
+  if (type == SOCK_STREAM)
+    ::listen(fd, 64);
+  return fd;
+}
+
+// The test's internet: its namespace, its servers, and what reached them.
+struct internet {
+  netns ns;
+  int dns = -1, http = -1, udp = -1, stop_pipe[2] = {-1, -1};
+  std::thread server;
+  std::mutex mu;
+  std::vector<std::string> questions;  // names the DNS server was asked
+  std::vector<std::string> http_hosts; // "ADDRESS Host" of each request served
+  int udp_datagrams = 0;
+  std::map<std::string, std::string> names{{"allowed.test", "198.51.100.2"},
+                                           {"unlisted.test", "198.51.100.2"},
+                                           {"other.test", "198.51.100.3"},
+                                           {"rebind.test", "10.77.0.2"}};
+
+  internet() {
+    add_veth("ix0", nullptr, "198.51.100.1/24", "ix1", &ns, "198.51.100.2/24");
+    ns.check("ip addr add 198.51.100.3/24 dev ix1 && ip addr add 10.77.0.2/24 dev ix1 && "
+             "ip route add 10.201.0.0/24 via 198.51.100.1");
+    check_shell("ip route add 10.77.0.0/24 via 198.51.100.2");
+    ns.enter([&] {
+      dns = bound(SOCK_DGRAM, "198.51.100.2", 53);
+      http = bound(SOCK_STREAM, "0.0.0.0", 80);
+      udp = bound(SOCK_DGRAM, "0.0.0.0", 9999);
+    });
+    if (::pipe(stop_pipe) != 0)
+      throw std::runtime_error("pipe");
+    server = std::thread([this] { serve(); });
+  }
+  ~internet() {
+    [[maybe_unused]] auto w = ::write(stop_pipe[1], "x", 1);
+    server.join();
+    for (int fd : {dns, http, udp, stop_pipe[0], stop_pipe[1]})
+      ::close(fd);
+    // At once (a namespace's interfaces go some time after its last holder): the next
+    // case makes its own.
+    run_shell("ip link del ix0");
+  }
+
+  void serve() {
+    std::vector<std::uint8_t> buf(4096);
+    for (;;) {
+      pollfd p[4] = {
+        {dns, POLLIN, 0}, {http, POLLIN, 0}, {udp, POLLIN, 0}, {stop_pipe[0], POLLIN, 0}};
+      ::poll(p, 4, -1);
+      if (p[3].revents)
+        return;
+      if (p[0].revents) {
+        sockaddr_storage from{};
+        socklen_t fl = sizeof from;
+        auto n =
+          ::recvfrom(dns, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
+        auto q = net::parse_query(std::span(buf.data(), std::size_t(n > 0 ? n : 0)));
+        if (q) {
+          std::vector<net::ip_address> answer;
+          auto it = names.find(q.value().name);
+          {
+            std::lock_guard l(mu);
+            questions.push_back(q.value().name_text);
+          }
+          if (it != names.end())
+            answer.push_back(*net::parse_address(it->second));
+          auto r = net::make_response(
+            std::span(buf.data(), std::size_t(n)), q.value(),
+            it == names.end() ? net::dns_rcode::name_error : net::dns_rcode::no_error, answer, 60);
+          ::sendto(dns, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);
+        }
+      }
+      if (p[1].revents) {
+        int c = ::accept(http, nullptr, nullptr);
+        std::string head;
+        char ch[1024];
+        while (head.find("\r\n\r\n") == std::string::npos) {
+          pollfd cp{c, POLLIN, 0};
+          if (::poll(&cp, 1, 5000) <= 0)
+            break;
+          auto n = ::recv(c, ch, sizeof ch, 0);
+          if (n <= 0)
+            break;
+          head.append(ch, std::size_t(n));
+        }
+        sockaddr_in local{};
+        socklen_t ll = sizeof local;
+        ::getsockname(c, reinterpret_cast<sockaddr*>(&local), &ll);
+        char addr[INET_ADDRSTRLEN];
+        ::inet_ntop(AF_INET, &local.sin_addr, addr, sizeof addr);
+        std::string host;
+        auto h = head.find("\r\nHost: ");
+        if (h != std::string::npos)
+          host = head.substr(h + 8, head.find("\r\n", h + 8) - h - 8);
+        {
+          std::lock_guard l(mu);
+          http_hosts.push_back(std::string(addr) + " " + host);
+        }
+        const std::string body =
+          "hello " + host + " at " + addr + "\n" + std::string(3000, 'x') + "\n";
+        const std::string r = "HTTP/1.0 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
+                              "\r\nConnection: close\r\n\r\n" + body;
+        ::send(c, r.data(), r.size(), MSG_NOSIGNAL);
+        ::close(c);
+      }
+      if (p[2].revents) {
+        ::recv(udp, buf.data(), buf.size(), 0);
+        std::lock_guard l(mu);
+        ++udp_datagrams;
+      }
+    }
+  }
+
+  std::vector<std::string> asked() {
+    std::lock_guard l(mu);
+    return questions;
+  }
+  std::vector<std::string> served() {
+    std::lock_guard l(mu);
+    return http_hosts;
+  }
+  int datagrams() {
+    std::lock_guard l(mu);
+    return udp_datagrams;
+  }
+};
+
+nd::node_config network_config(const node_dir& dir,
+                               ev::runtime_kind kind = ev::runtime_kind::crun) {
+  auto c = node_config_for(dir, {kind}, true, test_log::file);
+  c.network.link_range = "10.201.0.0/24";
+  c.network.upstream_dns = "198.51.100.2";
+  return c;
+}
+
+ac::command create_with(std::vector<std::string> allow,
+                        ev::runtime_kind kind = ev::runtime_kind::crun) {
+  auto c = create_command(kind);
+  auto& spec = std::get<cmd::create>(c.body).spec;
+  spec.network.mode = ev::network_mode::allow_list;
+  spec.network.allowed_hosts = std::move(allow);
+  return c;
+}
+
+// Runs a shell command in the sandbox (on the node's one runtime); its stdout.
+std::string sh(nd::node& n, const std::string& id, const std::string& script) {
+  return run_in(n, n.runtimes().front(), id, {"/bin/sh", "-c", script}).stdout_data;
+}
+
+// `printf REQUEST | nc ADDRESS 80`: what came back (empty when refused).
+std::string http_by_nc(nd::node& n, const std::string& id, const std::string& address,
+                       const std::string& host, int port = 80) {
+  return sh(n, id,
+            "printf 'GET / HTTP/1.0\\r\\nHost: " + host + "\\r\\n\\r\\n' | nc -w 5 " + address +
+              " " + std::to_string(port) + " 2>/dev/null; true");
+}
+
+struct network_events {
+  std::vector<ev::connection_opened> opened;
+  std::vector<ev::connection_denied> denied;
+  std::vector<ev::connection_closed> closed;
+};
+
+network_events network_events_of(nd::node& n, const std::string& id) {
+  network_events out;
+  for (const auto& e : events_of(n.log(), id)) {
+    if (auto* o = std::get_if<ev::connection_opened>(&e.body))
+      out.opened.push_back(*o);
+    if (auto* d = std::get_if<ev::connection_denied>(&e.body))
+      out.denied.push_back(*d);
+    if (auto* c = std::get_if<ev::connection_closed>(&e.body))
+      out.closed.push_back(*c);
+  }
+  return out;
+}
+
+// The denials of `address` (tcp) or of DNS questions for `name`.
+std::vector<ev::connection_denied> denials(nd::node& n, const std::string& id,
+                                           const std::string& address,
+                                           const std::string& name = "") {
+  std::vector<ev::connection_denied> out;
+  for (const auto& d : network_events_of(n, id).denied)
+    if ((!address.empty() && d.destination.address == address) ||
+        (!name.empty() && d.destination.name == name))
+      out.push_back(d);
+  return out;
+}
+
+std::string links_on_host() {
+  return run_shell("ip -o link show | grep -o ' sx[0-9a-f]*' || true").output;
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_SUITE(node_network, *utf::precondition(as_root))
+
+namespace {
+
+// The allow-list attack run on `kind`: allowed, then each denial, then the clean-up.
+void allow_list_on(ev::runtime_kind kind) {
+  internet world;
+  node_dir dir;
+  std::string table;
+  {
+    nd::node n(network_config(dir, kind));
+    n.start();
+    BOOST_REQUIRE(n.network() != nullptr);
+    table = n.network()->table();
+    auto r = n.call("", create_with({"allowed.test:80"}, kind));
+    BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.failure->message));
+    const std::string a = r.state.sandbox_id;
+    auto rb = n.call("", create_with({"allowed.test:80"}, kind));
+    BOOST_REQUIRE(rb.ok());
+    const std::string b = rb.state.sandbox_id;
+    const auto b_link = n.driver(kind)->inspect(b).value().link;
+    const auto a_link = n.driver(kind)->inspect(a).value().link;
+    BOOST_REQUIRE(a_link && b_link);
+
+    // Allowed: the name through sandboxd's resolver (the sandbox's resolv.conf names its
+    // link's host side), then HTTP to the address it gave, the name in Host.
+    const auto answer = sh(n, a, "nslookup allowed.test 2>&1; true");
+    BOOST_TEST(answer.find("198.51.100.2") != std::string::npos, answer);
+    const auto page = http_by_nc(n, a, "198.51.100.2", "allowed.test");
+    BOOST_TEST(page.find("hello allowed.test at 198.51.100.2") != std::string::npos, page);
+    // A resolver the sandbox names itself: the query still goes to sandboxd's.
+    const auto direct = sh(n, a, "nslookup allowed.test 198.51.100.3 2>&1; true");
+    BOOST_TEST(direct.find("198.51.100.2") != std::string::npos, direct);
+
+    // A name not listed: the resolver refuses it, never asks upstream; nothing is served.
+    const auto unlisted = sh(n, a, "nslookup unlisted.test 2>&1; true");
+    BOOST_TEST(unlisted.find("198.51.100.2") == std::string::npos, unlisted);
+    BOOST_TEST(!denials(n, a, "", "unlisted.test").empty());
+    BOOST_TEST(http_by_nc(n, a, "198.51.100.2", "unlisted.test").empty());
+    // Tunnelling data through names not allowed: nothing reaches the upstream server.
+    sh(n, a,
+       "nslookup aGVsbG8td29ybGQ.unlisted.test 2>&1; nslookup 'a_b!.allowed.test' 2>&1; true");
+    for (const auto& q : world.asked())
+      BOOST_TEST(q.find("unlisted") == std::string::npos, q);
+    // An allowed name's Host to another name's address (forged): denied, not served.
+    sh(n, a, "nslookup other.test 2>&1; true"); // refused: other.test is not listed
+    BOOST_TEST(http_by_nc(n, a, "198.51.100.3", "allowed.test").empty());
+    const auto forged = denials(n, a, "198.51.100.3");
+    BOOST_REQUIRE(!forged.empty());
+    BOOST_TEST(forged.front().reason.find("did not answer") != std::string::npos,
+               forged.front().reason);
+    // The metadata address, the node's own address, the link's host side (a node address
+    // too), another sandbox; then the proxy's own port on the host side, dialled directly.
+    for (const auto& [address, klass] :
+         std::vector<std::pair<std::string, std::string>>{{"169.254.169.254", "link-local"},
+                                                          {"198.51.100.1", "node"},
+                                                          {a_link->host_address, "node"},
+                                                          {b_link->sandbox_address, "sandbox"}}) {
+      BOOST_TEST(http_by_nc(n, a, address, "allowed.test").empty(), address);
+      const auto d = denials(n, a, address);
+      std::string seen;
+      for (const auto& x : network_events_of(n, a).denied)
+        seen += " " + x.destination.address + ":" + std::to_string(x.destination.port) + "/" +
+                x.destination.name;
+      BOOST_TEST_REQUIRE(!d.empty(), address << " not among the denials:" << seen);
+      BOOST_TEST(d.front().destination.address_class == klass,
+                 address << " is " << d.front().destination.address_class);
+    }
+    BOOST_TEST(
+      http_by_nc(n, a, a_link->host_address, "allowed.test", n.network()->proxy_port()).empty());
+    // UDP to a port other than DNS: refused on the host, never relayed.
+    sh(n, a,
+       "echo leak | nc -u -w 1 198.51.100.2 9999; echo leak | nc -u -w 1 198.51.100.2 9999; true");
+    BOOST_TEST(world.datagrams() == 0);
+    // The internet saw only allowed requests.
+    for (const auto& s : world.served())
+      BOOST_TEST(s == "198.51.100.2 allowed.test");
+
+    // Every allowed connection was opened and closed with its bytes.
+    // (the proxy logs the close once both sides have ended: just after nc returns)
+    BOOST_TEST(eventually([&] { return network_events_of(n, a).closed.size() == 1; }));
+    const auto evs = network_events_of(n, a);
+    BOOST_TEST(evs.opened.size() == 1u);
+    BOOST_TEST(evs.closed.size() == evs.opened.size());
+    for (const auto& c : evs.closed) {
+      BOOST_TEST(c.bytes_in > 3000u);
+      BOOST_TEST(c.bytes_out > 20u);
+    }
+    for (const auto& o : evs.opened) {
+      BOOST_TEST(o.rule == "allowed.test:80");
+      BOOST_TEST(o.destination.name_resolves);
+    }
+
+    BOOST_REQUIRE(n.call(a, user_command(cmd::remove{})).ok());
+    BOOST_REQUIRE(n.call(b, user_command(cmd::remove{})).ok());
+    BOOST_TEST(n.network()->links() == 0u);
+    n.stop();
+  }
+  // Nothing left: no link interface, no namespace mount, no table.
+  BOOST_TEST(links_on_host() == "");
+  BOOST_TEST(mounts_under(dir.data()).empty());
+  BOOST_TEST(run_shell("nft list table inet " + table + " 2>&1").exit_code != 0);
+}
+
+} // namespace
+
+BOOST_AUTO_TEST_CASE(an_allow_list_reaches_what_it_allows_and_nothing_else_crun,
+                     *utf::precondition(runtime_can_run{ev::runtime_kind::crun})) {
+  allow_list_on(ev::runtime_kind::crun);
+}
+
+BOOST_AUTO_TEST_CASE(an_allow_list_reaches_what_it_allows_and_nothing_else_runsc,
+                     *utf::precondition(runtime_can_run{ev::runtime_kind::runsc})) {
+  allow_list_on(ev::runtime_kind::runsc);
+}
+
+BOOST_AUTO_TEST_CASE(a_restart_loads_the_table_again_and_keeps_a_sandbox_s_link_working) {
+  internet world;
+  node_dir dir;
+  std::string id, table;
+  {
+    nd::node n(network_config(dir));
+    n.start();
+    auto r = n.call("", create_with({"allowed.test:80"}));
+    BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.failure->message));
+    id = r.state.sandbox_id;
+    table = n.network()->table();
+    n.stop(); // the sandbox is stopped until the next start; its link stays, leading nowhere
+  }
+  BOOST_TEST(run_shell("nft list table inet " + table + " >/dev/null 2>&1").exit_code == 0);
+  // What a crash could leave in the table is replaced at the next start.
+  check_shell("nft add rule inet " + table + " forward meta mark 0x5a5a accept");
+  BOOST_REQUIRE(run_shell("nft list chain inet " + table + " forward").output.find("5a5a") !=
+                std::string::npos);
+  {
+    nd::node n(network_config(dir));
+    n.start();
+    BOOST_TEST(n.network()->links() == 1u);
+    BOOST_TEST(run_shell("nft list chain inet " + table + " forward").output.find("5a5a") ==
+               std::string::npos);
+    BOOST_TEST(sh(n, id, "nslookup allowed.test 2>&1; true").find("198.51.100.2") !=
+               std::string::npos);
+    BOOST_TEST(http_by_nc(n, id, "198.51.100.2", "allowed.test").find("200 OK") !=
+               std::string::npos);
+    BOOST_REQUIRE(n.call(id, user_command(cmd::remove{})).ok());
+    n.stop();
+  }
+  BOOST_TEST(links_on_host() == "");
+  BOOST_TEST(mounts_under(dir.data()).empty());
+  BOOST_TEST(run_shell("nft list table inet " + table + " 2>&1").exit_code != 0);
+}
+
+BOOST_AUTO_TEST_SUITE_END()
