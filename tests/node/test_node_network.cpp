@@ -13,6 +13,7 @@
 #include "network/dns_message.hpp"
 #include "node/egress.hpp"
 #include "node/node.hpp"
+#include "tests/network/client_hello.hpp"
 #include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
 #include "tests/support/netns.hpp"
@@ -59,11 +60,12 @@ int bound(int type, const std::string& address, std::uint16_t port) {
 // The test's internet: its namespace, its servers, and what reached them.
 struct internet {
   netns ns;
-  int dns = -1, http = -1, udp = -1, stop_pipe[2] = {-1, -1};
+  int dns = -1, http = -1, https = -1, udp = -1, stop_pipe[2] = {-1, -1};
   std::thread server;
   std::mutex mu;
   std::vector<std::string> questions;  // names the DNS server was asked
   std::vector<std::string> http_hosts; // "ADDRESS Host" of each request served
+  std::vector<std::string> tls_peers;  // "ADDRESS" of each connection to port 443
   int udp_datagrams = 0;
   std::map<std::string, std::string> names{{"allowed.test", "198.51.100.2"},
                                            {"unlisted.test", "198.51.100.2"},
@@ -78,6 +80,7 @@ struct internet {
     ns.enter([&] {
       dns = bound(SOCK_DGRAM, "198.51.100.2", 53);
       http = bound(SOCK_STREAM, "0.0.0.0", 80);
+      https = bound(SOCK_STREAM, "0.0.0.0", 443);
       udp = bound(SOCK_DGRAM, "0.0.0.0", 9999);
     });
     if (::pipe(stop_pipe) != 0)
@@ -87,7 +90,7 @@ struct internet {
   ~internet() {
     [[maybe_unused]] auto w = ::write(stop_pipe[1], "x", 1);
     server.join();
-    for (int fd : {dns, http, udp, stop_pipe[0], stop_pipe[1]})
+    for (int fd : {dns, http, https, udp, stop_pipe[0], stop_pipe[1]})
       ::close(fd);
     // At once (a namespace's interfaces go some time after its last holder): the next
     // case makes its own.
@@ -97,11 +100,31 @@ struct internet {
   void serve() {
     std::vector<std::uint8_t> buf(4096);
     for (;;) {
-      pollfd p[4] = {
-        {dns, POLLIN, 0}, {http, POLLIN, 0}, {udp, POLLIN, 0}, {stop_pipe[0], POLLIN, 0}};
-      ::poll(p, 4, -1);
+      pollfd p[5] = {{dns, POLLIN, 0},
+                     {http, POLLIN, 0},
+                     {udp, POLLIN, 0},
+                     {stop_pipe[0], POLLIN, 0},
+                     {https, POLLIN, 0}};
+      ::poll(p, 5, -1);
       if (p[3].revents)
         return;
+      if (p[4].revents) { // not TLS: notes who came and answers a line once the hello is in
+        int c = ::accept(https, nullptr, nullptr);
+        sockaddr_in local{};
+        socklen_t ll = sizeof local;
+        ::getsockname(c, reinterpret_cast<sockaddr*>(&local), &ll);
+        char addr[INET_ADDRSTRLEN];
+        ::inet_ntop(AF_INET, &local.sin_addr, addr, sizeof addr);
+        pollfd cp{c, POLLIN, 0};
+        if (::poll(&cp, 1, 5000) > 0 && ::recv(c, buf.data(), buf.size(), 0) > 0) {
+          {
+            std::lock_guard l(mu);
+            tls_peers.push_back(addr);
+          }
+          ::send(c, "tls-ok\n", 7, MSG_NOSIGNAL);
+        }
+        ::close(c);
+      }
       if (p[0].revents) {
         sockaddr_storage from{};
         socklen_t fl = sizeof from;
@@ -171,6 +194,10 @@ struct internet {
   std::vector<std::string> served() {
     std::lock_guard l(mu);
     return http_hosts;
+  }
+  std::vector<std::string> tls() {
+    std::lock_guard l(mu);
+    return tls_peers;
   }
   int datagrams() {
     std::lock_guard l(mu);
@@ -259,10 +286,10 @@ void allow_list_on(ev::runtime_kind kind) {
     n.start();
     BOOST_REQUIRE(n.network() != nullptr);
     table = n.network()->table();
-    auto r = n.call("", create_with({"allowed.test:80"}, kind));
+    auto r = n.call("", create_with({"allowed.test:80,443"}, kind));
     BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.failure->message));
     const std::string a = r.state.sandbox_id;
-    auto rb = n.call("", create_with({"allowed.test:80"}, kind));
+    auto rb = n.call("", create_with({"allowed.test:80,443"}, kind));
     BOOST_REQUIRE(rb.ok());
     const std::string b = rb.state.sandbox_id;
     const auto b_link = n.driver(kind)->inspect(b).value().link;
@@ -278,6 +305,30 @@ void allow_list_on(ev::runtime_kind kind) {
     // A resolver the sandbox names itself: the query still goes to sandboxd's.
     const auto direct = sh(n, a, "nslookup allowed.test 198.51.100.3 2>&1; true");
     BOOST_TEST(direct.find("198.51.100.2") != std::string::npos, direct);
+
+    // TLS: the ClientHello's server name decides; the same name to another name's address
+    // (a forged SNI) is denied.
+    const auto octal = [](const std::vector<std::uint8_t>& b) {
+      std::string out;
+      char x[6];
+      for (auto c : b) {
+        std::snprintf(x, sizeof x, "\\%03o", c);
+        out += x;
+      }
+      return out;
+    };
+    const auto hello = octal(sandboxd::test::tls::records(
+      sandboxd::test::tls::hello_message({sandboxd::test::tls::sni_extension({"allowed.test"})})));
+    const auto tls_reply = sh(n, a, "printf '" + hello + "' | nc -w 3 198.51.100.2 443; true");
+    BOOST_TEST(tls_reply == "tls-ok\n");
+    BOOST_TEST(sh(n, a, "printf '" + hello + "' | nc -w 3 198.51.100.3 443; true") == "");
+    BOOST_TEST(world.tls() == std::vector<std::string>{"198.51.100.2"});
+    bool sni_denied = false;
+    for (const auto& d : denials(n, a, "198.51.100.3"))
+      sni_denied = sni_denied ||
+                   (d.destination.port == 443 && d.destination.source == ev::name_source::tls_sni &&
+                    d.destination.name == "allowed.test");
+    BOOST_TEST(sni_denied);
 
     // A name not listed: the resolver refuses it, never asks upstream; nothing is served.
     const auto unlisted = sh(n, a, "nslookup unlisted.test 2>&1; true");
@@ -325,16 +376,19 @@ void allow_list_on(ev::runtime_kind kind) {
 
     // Every allowed connection was opened and closed with its bytes.
     // (the proxy logs the close once both sides have ended: just after nc returns)
-    BOOST_TEST(eventually([&] { return network_events_of(n, a).closed.size() == 1; }));
+    BOOST_TEST(eventually([&] { return network_events_of(n, a).closed.size() == 2; }));
     const auto evs = network_events_of(n, a);
-    BOOST_TEST(evs.opened.size() == 1u);
+    BOOST_TEST(evs.opened.size() == 2u);
     BOOST_TEST(evs.closed.size() == evs.opened.size());
+    std::uint64_t bytes_in = 0;
     for (const auto& c : evs.closed) {
-      BOOST_TEST(c.bytes_in > 3000u);
+      BOOST_TEST(c.bytes_in >= 7u); // "tls-ok\n", or the page
       BOOST_TEST(c.bytes_out > 20u);
+      bytes_in += c.bytes_in;
     }
+    BOOST_TEST(bytes_in > 3000u);
     for (const auto& o : evs.opened) {
-      BOOST_TEST(o.rule == "allowed.test:80");
+      BOOST_TEST(o.rule == "allowed.test:80,443");
       BOOST_TEST(o.destination.name_resolves);
     }
 
