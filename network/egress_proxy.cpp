@@ -103,46 +103,93 @@ int dial(const socket_address& to, std::chrono::milliseconds timeout, int& error
   return fd;
 }
 
-// One direction of a relayed connection.
+// One direction of a relayed connection: the bytes move through a pipe of its own by
+// splice (never copied into the proxy), after `head` (the first bytes, read to learn the
+// name) has been sent.
 struct pipe_half {
+  static constexpr std::size_t k_pipe_bytes = 1 << 20;
   int from = -1, to = -1;
-  std::vector<std::uint8_t> buf = std::vector<std::uint8_t>(64 * 1024);
-  std::size_t begin = 0, end = 0;
-  bool eof = false; // `from` ended; `to` was shut down for writing once `buf` drained
+  int pipe[2] = {-1, -1};
+  std::vector<std::uint8_t> head;
+  std::size_t head_at = 0;
+  std::size_t in_pipe = 0;
+  bool eof = false; // `from` ended; `to` is shut down for writing once all is sent
   bool shut = false;
-  std::uint64_t bytes = 0;
   bool failed = false;
+  std::uint64_t bytes = 0;
 
-  bool pending() const { return begin < end; }
-  // Reads what `from` has (when the buffer is empty); writes what is pending.
-  void step(short from_events, short to_events) {
-    if (!pending() && !eof && (from_events & (POLLIN | POLLHUP | POLLERR))) {
-      const auto n = ::recv(from, buf.data(), buf.size(), 0);
+  pipe_half() {
+    if (::pipe2(pipe, O_NONBLOCK | O_CLOEXEC) != 0)
+      throw std::runtime_error("egress proxy: pipe: " + errno_text(errno));
+    ::fcntl(pipe[1], F_SETPIPE_SZ, static_cast<int>(k_pipe_bytes)); // a smaller one still works
+  }
+  ~pipe_half() {
+    ::close(pipe[0]);
+    ::close(pipe[1]);
+  }
+  pipe_half(const pipe_half&) = delete;
+  pipe_half& operator=(const pipe_half&) = delete;
+
+  bool head_left() const { return head_at < head.size(); }
+  bool pending() const { return head_left() || in_pipe > 0; }
+  bool wants_input() const { return !eof && !head_left() && in_pipe < k_pipe_bytes; }
+  bool done() const { return eof && !pending(); }
+
+  void flush() {
+    if (head_left()) {
+      const auto n = ::send(to, head.data() + head_at, head.size() - head_at, MSG_NOSIGNAL);
       if (n > 0) {
-        begin = 0;
-        end = static_cast<std::size_t>(n);
-      } else if (n == 0 || (errno != EAGAIN && errno != EINTR)) {
-        eof = true;
-        failed = n < 0;
-      }
-    }
-    if (pending() && (to_events & POLLOUT || to_events == 0)) {
-      const auto n = ::send(to, buf.data() + begin, end - begin, MSG_NOSIGNAL);
-      if (n > 0) {
-        begin += static_cast<std::size_t>(n);
+        head_at += static_cast<std::size_t>(n);
         bytes += static_cast<std::uint64_t>(n);
       } else if (n < 0 && errno != EAGAIN && errno != EINTR) {
-        eof = true;
-        failed = true;
-        begin = end = 0;
+        fail();
       }
+      return;
     }
-    if (eof && !pending() && !shut) {
+    while (in_pipe > 0) {
+      const auto n =
+        ::splice(pipe[0], nullptr, to, nullptr, in_pipe, SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+      if (n > 0) {
+        in_pipe -= static_cast<std::size_t>(n);
+        bytes += static_cast<std::uint64_t>(n);
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN && errno != EINTR)
+        fail();
+      return;
+    }
+  }
+  void fill() {
+    if (!wants_input())
+      return;
+    const auto n = ::splice(from, nullptr, pipe[1], nullptr, k_pipe_bytes - in_pipe,
+                            SPLICE_F_NONBLOCK | SPLICE_F_MOVE);
+    if (n > 0)
+      in_pipe += static_cast<std::size_t>(n);
+    else if (n == 0)
+      eof = true;
+    else if (errno != EAGAIN && errno != EINTR) {
+      eof = true;
+      failed = true;
+    }
+  }
+  void fail() {
+    eof = true;
+    failed = true;
+    head_at = head.size();
+    in_pipe = 0;
+  }
+  // After poll: sends what is pending, takes what `from` has, sends again; shuts `to` down
+  // for writing once `from` has ended and all is sent.
+  void step() {
+    flush();
+    fill();
+    flush();
+    if (done() && !shut) {
       ::shutdown(to, SHUT_WR);
       shut = true;
     }
   }
-  bool done() const { return eof && !pending(); }
 };
 
 } // namespace
@@ -245,23 +292,34 @@ void egress_proxy::serve(int fd) {
     decider_.closed(*owner, closed);
     return;
   }
+  try {
+    relay(fd, up, std::move(first), closed);
+  } catch (const std::exception& e) {
+    closed.outcome = events::op_outcome::failed;
+    closed.error_message = e.what();
+  }
+  ::close(up);
+  closed.duration = steady::now() - t0;
+  decider_.closed(*owner, closed);
+}
+
+void egress_proxy::relay(int fd, int up, std::vector<std::uint8_t> first,
+                         events::connection_closed& closed) {
   set_nonblocking(fd);
   pipe_half out, in;
   out.from = fd;
   out.to = up;
   in.from = up;
   in.to = fd;
-  // The bytes read to learn the name go first.
-  std::copy(first.begin(), first.end(), out.buf.begin());
-  out.end = first.size();
+  out.head = std::move(first); // the bytes read to learn the name go first
   bool interrupted = false;
   while (!(out.done() && in.done())) {
     pollfd p[3] = {{fd, 0, 0}, {up, 0, 0}, {wake_[0], POLLIN, 0}};
-    if (!out.pending() && !out.eof)
+    if (out.wants_input())
       p[0].events |= POLLIN;
     if (in.pending())
       p[0].events |= POLLOUT;
-    if (!in.pending() && !in.eof)
+    if (in.wants_input())
       p[1].events |= POLLIN;
     if (out.pending())
       p[1].events |= POLLOUT;
@@ -274,17 +332,14 @@ void egress_proxy::serve(int fd) {
       interrupted = true;
       break;
     }
-    out.step(p[0].revents, p[1].revents);
-    in.step(p[1].revents, p[0].revents);
+    out.step();
+    in.step();
     if (out.failed || in.failed) // a reset or an error, not an end: the other way ends too
       break;
   }
-  ::close(up);
   closed.bytes_out = out.bytes;
   closed.bytes_in = in.bytes;
-  closed.duration = steady::now() - t0;
   closed.outcome = interrupted ? events::op_outcome::interrupted : events::op_outcome::completed;
-  decider_.closed(*owner, closed);
 }
 
 } // namespace sandboxd::network

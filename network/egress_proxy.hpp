@@ -53,6 +53,9 @@ public:
 
 private:
   void serve(int fd);
+  // Relays between the sandbox's connection and the destination's until both have ended, the
+  // stop, or an error; fills `closed`'s bytes and outcome.
+  void relay(int fd, int up, std::vector<std::uint8_t> first, events::connection_closed& closed);
 
   proxy_options options_;
   egress_book& book_;

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <netinet/in.h>
 #include <poll.h>
 #include <stdexcept>
@@ -85,7 +86,11 @@ void tcp_acceptor::accept_loop() {
       ++active_;
     }
     std::thread([this, fd] {
-      serve_(fd);
+      try {
+        serve_(fd);
+      } catch (const std::exception&) {
+        // A fault of the host (no descriptors left): this connection ends, the others go on.
+      }
       ::close(fd);
       std::lock_guard l(mu_);
       if (--active_ == 0)
