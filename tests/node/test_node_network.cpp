@@ -14,6 +14,7 @@
 #include "node/egress.hpp"
 #include "node/node.hpp"
 #include "tests/network/client_hello.hpp"
+#include "tests/network/test_internet.hpp"
 #include "tests/node/node_checks.hpp"
 #include "tests/projections/postgres_installed.hpp"
 #include "tests/support/netns.hpp"
@@ -41,169 +42,6 @@ boost::test_tools::assertion_result as_root(boost::unit_test::test_unit_id id) {
   }
   return postgres_installed(id);
 }
-
-int bound(int type, const std::string& address, std::uint16_t port) {
-  const int fd = ::socket(AF_INET, type | SOCK_CLOEXEC, 0);
-  const int one = 1;
-  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(port);
-  ::inet_pton(AF_INET, address.c_str(), &a.sin_addr);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0)
-    throw std::runtime_error("bind " + address + ":" + std::to_string(port));
-  if (type == SOCK_STREAM)
-    ::listen(fd, 64);
-  return fd;
-}
-
-// The test's internet: its namespace, its servers, and what reached them.
-struct internet {
-  netns ns;
-  int dns = -1, http = -1, https = -1, udp = -1, stop_pipe[2] = {-1, -1};
-  std::thread server;
-  std::mutex mu;
-  std::vector<std::string> questions;  // names the DNS server was asked
-  std::vector<std::string> http_hosts; // "ADDRESS Host" of each request served
-  std::vector<std::string> tls_peers;  // "ADDRESS" of each connection to port 443
-  int udp_datagrams = 0;
-  std::map<std::string, std::string> names{{"allowed.test", "198.51.100.2"},
-                                           {"unlisted.test", "198.51.100.2"},
-                                           {"other.test", "198.51.100.3"},
-                                           {"rebind.test", "10.77.0.2"}};
-
-  internet() {
-    add_veth("ix0", nullptr, "198.51.100.1/24", "ix1", &ns, "198.51.100.2/24");
-    ns.check("ip addr add 198.51.100.3/24 dev ix1 && ip addr add 10.77.0.2/24 dev ix1 && "
-             "ip route add 10.201.0.0/24 via 198.51.100.1");
-    check_shell("ip route add 10.77.0.0/24 via 198.51.100.2");
-    ns.enter([&] {
-      dns = bound(SOCK_DGRAM, "198.51.100.2", 53);
-      http = bound(SOCK_STREAM, "0.0.0.0", 80);
-      https = bound(SOCK_STREAM, "0.0.0.0", 443);
-      udp = bound(SOCK_DGRAM, "0.0.0.0", 9999);
-    });
-    if (::pipe(stop_pipe) != 0)
-      throw std::runtime_error("pipe");
-    server = std::thread([this] { serve(); });
-  }
-  ~internet() {
-    [[maybe_unused]] auto w = ::write(stop_pipe[1], "x", 1);
-    server.join();
-    for (int fd : {dns, http, https, udp, stop_pipe[0], stop_pipe[1]})
-      ::close(fd);
-    // At once (a namespace's interfaces go some time after its last holder): the next
-    // case makes its own.
-    run_shell("ip link del ix0");
-  }
-
-  void serve() {
-    std::vector<std::uint8_t> buf(4096);
-    for (;;) {
-      pollfd p[5] = {{dns, POLLIN, 0},
-                     {http, POLLIN, 0},
-                     {udp, POLLIN, 0},
-                     {stop_pipe[0], POLLIN, 0},
-                     {https, POLLIN, 0}};
-      ::poll(p, 5, -1);
-      if (p[3].revents)
-        return;
-      if (p[4].revents) { // not TLS: notes who came and answers a line once the hello is in
-        int c = ::accept(https, nullptr, nullptr);
-        sockaddr_in local{};
-        socklen_t ll = sizeof local;
-        ::getsockname(c, reinterpret_cast<sockaddr*>(&local), &ll);
-        char addr[INET_ADDRSTRLEN];
-        ::inet_ntop(AF_INET, &local.sin_addr, addr, sizeof addr);
-        pollfd cp{c, POLLIN, 0};
-        if (::poll(&cp, 1, 5000) > 0 && ::recv(c, buf.data(), buf.size(), 0) > 0) {
-          {
-            std::lock_guard l(mu);
-            tls_peers.push_back(addr);
-          }
-          ::send(c, "tls-ok\n", 7, MSG_NOSIGNAL);
-        }
-        ::close(c);
-      }
-      if (p[0].revents) {
-        sockaddr_storage from{};
-        socklen_t fl = sizeof from;
-        auto n =
-          ::recvfrom(dns, buf.data(), buf.size(), 0, reinterpret_cast<sockaddr*>(&from), &fl);
-        auto q = net::parse_query(std::span(buf.data(), std::size_t(n > 0 ? n : 0)));
-        if (q) {
-          std::vector<net::ip_address> answer;
-          auto it = names.find(q.value().name);
-          {
-            std::lock_guard l(mu);
-            questions.push_back(q.value().name_text);
-          }
-          if (it != names.end())
-            answer.push_back(*net::parse_address(it->second));
-          auto r = net::make_response(
-            std::span(buf.data(), std::size_t(n)), q.value(),
-            it == names.end() ? net::dns_rcode::name_error : net::dns_rcode::no_error, answer, 60);
-          ::sendto(dns, r.data(), r.size(), 0, reinterpret_cast<sockaddr*>(&from), fl);
-        }
-      }
-      if (p[1].revents) {
-        int c = ::accept(http, nullptr, nullptr);
-        std::string head;
-        char ch[1024];
-        while (head.find("\r\n\r\n") == std::string::npos) {
-          pollfd cp{c, POLLIN, 0};
-          if (::poll(&cp, 1, 5000) <= 0)
-            break;
-          auto n = ::recv(c, ch, sizeof ch, 0);
-          if (n <= 0)
-            break;
-          head.append(ch, std::size_t(n));
-        }
-        sockaddr_in local{};
-        socklen_t ll = sizeof local;
-        ::getsockname(c, reinterpret_cast<sockaddr*>(&local), &ll);
-        char addr[INET_ADDRSTRLEN];
-        ::inet_ntop(AF_INET, &local.sin_addr, addr, sizeof addr);
-        std::string host;
-        auto h = head.find("\r\nHost: ");
-        if (h != std::string::npos)
-          host = head.substr(h + 8, head.find("\r\n", h + 8) - h - 8);
-        {
-          std::lock_guard l(mu);
-          http_hosts.push_back(std::string(addr) + " " + host);
-        }
-        const std::string body =
-          "hello " + host + " at " + addr + "\n" + std::string(3000, 'x') + "\n";
-        const std::string r = "HTTP/1.0 200 OK\r\nContent-Length: " + std::to_string(body.size()) +
-                              "\r\nConnection: close\r\n\r\n" + body;
-        ::send(c, r.data(), r.size(), MSG_NOSIGNAL);
-        ::close(c);
-      }
-      if (p[2].revents) {
-        ::recv(udp, buf.data(), buf.size(), 0);
-        std::lock_guard l(mu);
-        ++udp_datagrams;
-      }
-    }
-  }
-
-  std::vector<std::string> asked() {
-    std::lock_guard l(mu);
-    return questions;
-  }
-  std::vector<std::string> served() {
-    std::lock_guard l(mu);
-    return http_hosts;
-  }
-  std::vector<std::string> tls() {
-    std::lock_guard l(mu);
-    return tls_peers;
-  }
-  int datagrams() {
-    std::lock_guard l(mu);
-    return udp_datagrams;
-  }
-};
 
 nd::node_config network_config(const node_dir& dir,
                                ev::runtime_kind kind = ev::runtime_kind::crun) {
@@ -286,10 +124,10 @@ void allow_list_on(ev::runtime_kind kind) {
     n.start();
     BOOST_REQUIRE(n.network() != nullptr);
     table = n.network()->table();
-    auto r = n.call("", create_with({"allowed.test:80,443"}, kind));
+    auto r = n.call("", create_with({"allowed.test:80,443", "rebind.test:80"}, kind));
     BOOST_REQUIRE_MESSAGE(r.ok(), (r.ok() ? "" : r.failure->message));
     const std::string a = r.state.sandbox_id;
-    auto rb = n.call("", create_with({"allowed.test:80,443"}, kind));
+    auto rb = n.call("", create_with({"allowed.test:80,443", "rebind.test:80"}, kind));
     BOOST_REQUIRE(rb.ok());
     const std::string b = rb.state.sandbox_id;
     const auto b_link = n.driver(kind)->inspect(b).value().link;
@@ -329,6 +167,15 @@ void allow_list_on(ev::runtime_kind kind) {
                    (d.destination.port == 443 && d.destination.source == ev::name_source::tls_sni &&
                     d.destination.name == "allowed.test");
     BOOST_TEST(sni_denied);
+
+    // DNS rebinding: an allowed name that resolves to a private address is answered, but no
+    // connection to that address is allowed by the name.
+    BOOST_TEST(sh(n, a, "nslookup rebind.test 2>&1; true").find("10.77.0.2") != std::string::npos);
+    BOOST_TEST(http_by_nc(n, a, "10.77.0.2", "rebind.test").empty());
+    const auto rebound = denials(n, a, "10.77.0.2");
+    BOOST_REQUIRE(!rebound.empty());
+    BOOST_TEST(rebound.front().destination.address_class == "private");
+    BOOST_TEST(rebound.front().destination.name_resolves);
 
     // A name not listed: the resolver refuses it, never asks upstream; nothing is served.
     const auto unlisted = sh(n, a, "nslookup unlisted.test 2>&1; true");
