@@ -9,6 +9,7 @@
 #include <fstream>
 #include <sstream>
 #include <stdexcept>
+#include <string_view>
 
 namespace sandboxd::node {
 
@@ -156,26 +157,35 @@ std::uint16_t egress::dns_port() const {
 
 bool egress::open(const network::link_owner& who, const std::string& connection_id,
                   const events::net_destination& d) {
+  const bool dns = d.protocol == events::net_protocol::dns;
+  const auto verdict = decide(who, connection_id, d);
+  if (settings_.probe)
+    settings_.probe->egress_attempt(dns ? "dns" : "tcp", verdict);
+  return std::string_view(verdict) == "allowed";
+}
+
+const char* egress::decide(const network::link_owner& who, const std::string& connection_id,
+                           const events::net_destination& d) {
   actors::control_plane* plane = nullptr;
   {
     std::lock_guard l(mu_);
     plane = plane_;
   }
   if (plane == nullptr)
-    return false;
+    return "refused";
   if (settings_.admit && !settings_.admit(who.tenant))
-    return false;
+    return "refused";
   actors::command c;
   c.tenant = who.tenant;
   c.principal = "system";
   c.body = actors::cmd::open_connection{connection_id, d};
   const auto r = plane->call(who.sandbox_id, std::move(c), actors::reply_when::durable);
   if (!r.ok())
-    return false;
+    return "refused";
   if (d.protocol == events::net_protocol::dns)
-    return r.own_sequence == 0; // allowed: no event; denied: connection_denied
+    return r.own_sequence == 0 ? "allowed" : "denied"; // denied: connection_denied logged
   const auto& open = r.state.connections_open;
-  return std::find(open.begin(), open.end(), connection_id) != open.end();
+  return std::find(open.begin(), open.end(), connection_id) != open.end() ? "allowed" : "denied";
 }
 
 void egress::closed(const network::link_owner& who, const events::connection_closed& c) {
@@ -184,6 +194,8 @@ void egress::closed(const network::link_owner& who, const events::connection_clo
     std::lock_guard l(mu_);
     plane = plane_;
   }
+  if (settings_.probe)
+    settings_.probe->egress_bytes(c.bytes_out, c.bytes_in);
   if (plane == nullptr)
     return;
   actors::command cmd;

@@ -18,6 +18,7 @@
 #include "network/egress_decider.hpp"
 #include "network/egress_rules.hpp"
 #include "network/socket_address.hpp"
+#include "node/node_probe.hpp"
 #include "runtime/driver.hpp"
 
 #include <atomic>
@@ -48,6 +49,7 @@ struct egress_settings {
   // Whether the tenant may still put an event in the log (its hourly budget, api/log_budget);
   // a connection of a tenant past it is refused without an event. Empty: always.
   std::function<bool(const std::string& tenant)> admit;
+  node_probe* probe = nullptr; // counts attempts and bytes (sandboxd_egress_*); may be null
 };
 
 class egress final : public network::egress_decider {
@@ -75,6 +77,10 @@ public:
   void closed(const network::link_owner& who, const events::connection_closed& c) override;
 
 private:
+  // "allowed", "denied" (logged) or "refused" (undecided, unlogged).
+  const char* decide(const network::link_owner& who, const std::string& connection_id,
+                     const events::net_destination& d);
+
   egress_settings settings_;
   network::egress_params params_;
   network::egress_book book_;

@@ -229,6 +229,7 @@ void node::start() {
       es.proxy_port = config_.network.proxy_port;
       es.dns_port = config_.network.dns_port;
       es.admit = config_.network.admit;
+      es.probe = probe_.get();
       egress_ = std::make_unique<egress>(std::move(es));
       spdlog::info("network: links from {}, egress table inet {}, proxy port {}, resolver port {}",
                    config_.network.link_range, egress_->table(), egress_->proxy_port(),

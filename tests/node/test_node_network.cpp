@@ -239,6 +239,17 @@ void allow_list_on(ev::runtime_kind kind) {
       BOOST_TEST(o.destination.name_resolves);
     }
 
+    // The metrics count the same attempts and bytes.
+    const auto families = n.probe().Collect();
+    BOOST_TEST(metric(families, "sandboxd_egress_attempts_total",
+                      {{"protocol", "tcp"}, {"verdict", "allowed"}}) == 2);
+    BOOST_TEST(metric(families, "sandboxd_egress_attempts_total",
+                      {{"protocol", "tcp"}, {"verdict", "denied"}}) >= 7);
+    BOOST_TEST(metric(families, "sandboxd_egress_attempts_total",
+                      {{"protocol", "dns"}, {"verdict", "denied"}}) >= 2);
+    BOOST_TEST(metric(families, "sandboxd_egress_bytes_total", {{"direction", "in"}}) ==
+               double(bytes_in));
+
     BOOST_REQUIRE(n.call(a, user_command(cmd::remove{})).ok());
     BOOST_REQUIRE(n.call(b, user_command(cmd::remove{})).ok());
     BOOST_TEST(n.network()->links() == 0u);
