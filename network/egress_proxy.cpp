@@ -261,6 +261,22 @@ void egress_proxy::serve(int fd) {
   const auto owner = book_.owner_of(peer->address);
   if (!owner) // not from a link the node knows (the table lets nothing else reach the port)
     return;
+  {
+    std::lock_guard l(mu_);
+    auto& n = per_sandbox_[owner->sandbox_id];
+    if (n >= options_.max_per_sandbox)
+      return; // its share is taken: closed at once
+    ++n;
+  }
+  struct release {
+    egress_proxy* p;
+    const std::string& id;
+    ~release() {
+      std::lock_guard l(p->mu_);
+      if (--p->per_sandbox_[id] == 0)
+        p->per_sandbox_.erase(id);
+    }
+  } held{this, owner->sandbox_id};
   std::vector<std::uint8_t> first;
   const auto n = read_first_bytes(fd, wake_[0], first, options_.first_bytes_wait);
   if (stopping_)

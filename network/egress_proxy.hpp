@@ -12,8 +12,9 @@
 //   4. when allowed, dials the address the sandbox dialled (never another: the name only
 //      decides), sends the bytes read, relays both ways, and reports the bytes each way when
 //      either side ends.
-// One thread per connection, at most `max_connections` at once (past it a connection is
-// closed at once, unlogged, as a refused one would be).
+// One thread per connection, at most `max_connections` at once and `max_per_sandbox` of one
+// sandbox (past either a connection is closed at once, unlogged, as a refused one would be),
+// so that one sandbox's idle connections cannot take every thread from the others.
 #pragma once
 
 #include "network/address.hpp"
@@ -24,7 +25,9 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -36,6 +39,7 @@ struct proxy_options {
   std::chrono::milliseconds first_bytes_wait{3000};
   std::chrono::milliseconds connect_timeout{10000};
   std::size_t max_connections = 4096;
+  std::size_t max_per_sandbox = 512;
 };
 
 class egress_proxy {
@@ -63,6 +67,8 @@ private:
   int wake_[2] = {-1, -1}; // the stop's pipe: its read end in every poll
   std::atomic<bool> stopping_{false};
   std::atomic<std::uint64_t> next_id_{1};
+  std::mutex mu_;                                  // per_sandbox_
+  std::map<std::string, std::size_t> per_sandbox_; // connections being served, by sandbox
   std::unique_ptr<tcp_acceptor> acceptor_;
 };
 

@@ -78,6 +78,8 @@ egress::egress(egress_settings settings) : settings_(std::move(settings)) {
                              "' is not ADDRESS or ADDRESS:PORT; set network.upstream_dns");
   network::proxy_options po;
   po.port = settings_.proxy_port;
+  po.max_connections = settings_.proxy_max_connections;
+  po.max_per_sandbox = settings_.proxy_max_per_sandbox;
   po.sandbox_ranges.push_back(network::cidr{network::ip_address::v4(range->base), range->prefix});
   proxy_ = std::make_unique<network::egress_proxy>(po, book_, *this);
   network::dns_relay_options dop;
@@ -202,7 +204,10 @@ void egress::closed(const network::link_owner& who, const events::connection_clo
   cmd.tenant = who.tenant;
   cmd.principal = "system";
   cmd.body = actors::cmd::close_connection{c};
-  (void)plane->call(who.sandbox_id, std::move(cmd), actors::reply_when::durable);
+  // Not waited for: a connection can end after its sandbox was deleted (its link went
+  // first), and nothing here depends on the answer.
+  plane->submit(who.sandbox_id, std::move(cmd), actors::reply_when::durable,
+                [](actors::command_reply) {});
 }
 
 } // namespace sandboxd::node

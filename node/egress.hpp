@@ -46,6 +46,8 @@ struct egress_settings {
   std::string upstream_dns;  // "ADDR" or "ADDR:PORT"; "": the first nameserver of /etc/resolv.conf
   std::uint16_t proxy_port = 0; // 0: one the kernel picks
   std::uint16_t dns_port = 0;
+  std::size_t proxy_max_connections = 4096; // network::proxy_options
+  std::size_t proxy_max_per_sandbox = 512;
   // Whether the tenant may still put an event in the log (its hourly budget, api/log_budget);
   // a connection of a tenant past it is refused without an event. Empty: always.
   std::function<bool(const std::string& tenant)> admit;

@@ -228,6 +228,8 @@ void node::start() {
       es.upstream_dns = config_.network.upstream_dns;
       es.proxy_port = config_.network.proxy_port;
       es.dns_port = config_.network.dns_port;
+      es.proxy_max_connections = config_.network.proxy_max_connections;
+      es.proxy_max_per_sandbox = config_.network.proxy_max_per_sandbox;
       es.admit = config_.network.admit;
       es.probe = probe_.get();
       egress_ = std::make_unique<egress>(std::move(es));

@@ -41,6 +41,9 @@ struct network_config {
   std::string upstream_dns;     // the resolver sandboxd asks; "": /etc/resolv.conf's first
   std::uint16_t proxy_port = 0; // the egress proxy's and resolver's ports; 0: any free
   std::uint16_t dns_port = 0;
+  // The proxy's connection threads, in all and per sandbox (network/egress_proxy.hpp).
+  std::size_t proxy_max_connections = 4096;
+  std::size_t proxy_max_per_sandbox = 512;
   // Whether a tenant may still log an event (its log budget); empty: always.
   std::function<bool(const std::string& tenant)> admit;
 };

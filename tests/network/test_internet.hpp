@@ -2,7 +2,8 @@
 // joined to the test's own by a veth pair (ix0 198.51.100.1 here, ix1 198.51.100.2 and .3
 // and 10.77.0.2 there), with a DNS server on 198.51.100.2 (names below), HTTP on port 80 of
 // every address (it answers "hello HOST at ADDRESS" and 3,000 bytes more), a stand-in for TLS
-// on 443 (notes who came, answers "tls-ok"), and a UDP sink on 9999; and what reached each.
+// on 443 (notes who came, answers "tls-ok"), port 8081 that accepts and never answers, and a
+// UDP sink on 9999; and what reached each.
 // The test must run in a network namespace of its own (private_netns.hpp): the routes it
 // adds lead nowhere else, and nothing leaves this machine.
 #pragma once
@@ -47,7 +48,8 @@ inline int bound(int type, const std::string& address, std::uint16_t port) {
 // The test's internet: its namespace, its servers, and what reached them.
 struct internet {
   netns ns;
-  int dns = -1, http = -1, https = -1, udp = -1, stop_pipe[2] = {-1, -1};
+  int dns = -1, http = -1, https = -1, udp = -1, hold = -1, stop_pipe[2] = {-1, -1};
+  std::vector<int> held; // connections to port 8081: accepted, never answered
   std::thread server;
   std::mutex mu;
   std::vector<std::string> questions;  // names the DNS server was asked
@@ -68,6 +70,7 @@ struct internet {
       dns = internet_detail::bound(SOCK_DGRAM, "198.51.100.2", 53);
       http = internet_detail::bound(SOCK_STREAM, "0.0.0.0", 80);
       https = internet_detail::bound(SOCK_STREAM, "0.0.0.0", 443);
+      hold = internet_detail::bound(SOCK_STREAM, "0.0.0.0", 8081);
       udp = internet_detail::bound(SOCK_DGRAM, "0.0.0.0", 9999);
     });
     if (::pipe(stop_pipe) != 0)
@@ -77,7 +80,9 @@ struct internet {
   ~internet() {
     [[maybe_unused]] auto w = ::write(stop_pipe[1], "x", 1);
     server.join();
-    for (int fd : {dns, http, https, udp, stop_pipe[0], stop_pipe[1]})
+    for (int fd : {dns, http, https, udp, hold, stop_pipe[0], stop_pipe[1]})
+      ::close(fd);
+    for (int fd : held)
       ::close(fd);
     // At once (a namespace's interfaces go some time after its last holder): the next
     // case makes its own.
@@ -87,14 +92,16 @@ struct internet {
   void serve() {
     std::vector<std::uint8_t> buf(4096);
     for (;;) {
-      pollfd p[5] = {{dns, POLLIN, 0},
-                     {http, POLLIN, 0},
-                     {udp, POLLIN, 0},
-                     {stop_pipe[0], POLLIN, 0},
-                     {https, POLLIN, 0}};
-      ::poll(p, 5, -1);
+      pollfd p[6] = {{dns, POLLIN, 0},          {http, POLLIN, 0},  {udp, POLLIN, 0},
+                     {stop_pipe[0], POLLIN, 0}, {https, POLLIN, 0}, {hold, POLLIN, 0}};
+      ::poll(p, 6, -1);
       if (p[3].revents)
         return;
+      if (p[5].revents) {
+        const int c = ::accept(hold, nullptr, nullptr);
+        std::lock_guard l(mu);
+        held.push_back(c);
+      }
       if (p[4].revents) { // not TLS: notes who came and answers a line once the hello is in
         int c = ::accept(https, nullptr, nullptr);
         sockaddr_in local{};
@@ -186,6 +193,10 @@ struct internet {
   std::vector<std::string> tls() {
     std::lock_guard l(mu);
     return tls_peers;
+  }
+  std::size_t holding() {
+    std::lock_guard l(mu);
+    return held.size();
   }
   int datagrams() {
     std::lock_guard l(mu);

@@ -309,4 +309,39 @@ BOOST_AUTO_TEST_CASE(a_restart_loads_the_table_again_and_keeps_a_sandbox_s_link_
   BOOST_TEST(run_shell("nft list table inet " + table + " 2>&1").exit_code != 0);
 }
 
+// One sandbox cannot take every proxy thread: past its share its connections are closed at
+// once, and another sandbox is still served.
+BOOST_AUTO_TEST_CASE(one_sandbox_cannot_take_the_proxy_from_the_others,
+                     *utf::precondition(runtime_can_run{ev::runtime_kind::crun})) {
+  internet world;
+  node_dir dir;
+  auto config = network_config(dir);
+  config.network.proxy_max_per_sandbox = 3;
+  config.network.proxy_max_connections = 16;
+  nd::node n(config);
+  n.start();
+  auto ra = n.call("", create_with({"allowed.test:80,8081"}));
+  auto rb = n.call("", create_with({"allowed.test:80,8081"}));
+  BOOST_REQUIRE(ra.ok() && rb.ok());
+  const auto a = ra.state.sandbox_id, b = rb.state.sandbox_id;
+  const std::string request = "printf 'GET / HTTP/1.0\\r\\nHost: allowed.test\\r\\n\\r\\n'";
+  BOOST_REQUIRE(sh(n, a, "nslookup allowed.test 2>&1; true").find("198.51.100.2") !=
+                std::string::npos);
+  // Three connections held open (allowed; the server never answers)...
+  sh(n, a,
+     "for i in 1 2 3; do (" + request +
+       "; sleep 120) 2>/dev/null | nc 198.51.100.2 8081 >/dev/null 2>&1 & done; true");
+  BOOST_REQUIRE(eventually([&] { return world.holding() == 3; }));
+  // ...a fourth is closed at once, never dialled,
+  sh(n, a, request + " | nc -w 3 198.51.100.2 8081 >/dev/null 2>&1; true");
+  BOOST_TEST(world.holding() == 3u);
+  // and the other sandbox is served.
+  BOOST_REQUIRE(sh(n, b, "nslookup allowed.test 2>&1; true").find("198.51.100.2") !=
+                std::string::npos);
+  BOOST_TEST(http_by_nc(n, b, "198.51.100.2", "allowed.test").find("200 OK") != std::string::npos);
+  BOOST_REQUIRE(n.call(a, user_command(cmd::remove{})).ok());
+  BOOST_REQUIRE(n.call(b, user_command(cmd::remove{})).ok());
+  n.stop();
+}
+
 BOOST_AUTO_TEST_SUITE_END()
