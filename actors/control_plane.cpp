@@ -323,7 +323,9 @@ namespace {
 
 // Why the node cannot make the sandbox `spec` asks for, or nullopt: its runtime kind must be
 // one the node holds, its network policy one the drivers enforce.
-std::optional<events::error> unsupported(const actor_context& ctx, const events::created& spec) {
+std::optional<events::error> unsupported(const actor_context& ctx,
+                                         const std::set<events::runtime_kind>& networked,
+                                         const events::created& spec) {
   if (!ctx.driver_for(spec.runtime)) {
     std::string held;
     for (const auto& [kind, d] : ctx.drivers)
@@ -332,11 +334,14 @@ std::optional<events::error> unsupported(const actor_context& ctx, const events:
                               "runtime " + events::to_string(spec.runtime) +
                                 " is not on this node; use one of: " + held);
   }
-  // runtime::network_policy: every driver enforces `none` only.
-  if (spec.network.mode != events::network_mode::none)
+  // A network only where the node enforces egress (control_plane_options::networked).
+  if (spec.network.mode != events::network_mode::none && !networked.contains(spec.runtime))
     return events::make_error(events::errc::invalid_argument,
                               "network mode " + events::to_string(spec.network.mode) +
-                                " cannot be enforced on this node; the modes that work: none");
+                                " cannot be enforced for runtime " +
+                                events::to_string(spec.runtime) +
+                                " on this node (it has no link range); create the sandbox "
+                                "with network none");
   return std::nullopt;
 }
 
@@ -348,7 +353,7 @@ void control_plane::send(std::shared_ptr<request> r) {
 
 void control_plane::submit(std::string sandbox_id, command c, reply_when when, reply_fn done) {
   if (auto* x = std::get_if<cmd::create>(&c.body))
-    if (auto why = unsupported(impl_->ctx, x->spec)) {
+    if (auto why = unsupported(impl_->ctx, impl_->options.networked, x->spec)) {
       command_reply r;
       r.failure = std::move(why);
       done(std::move(r));

@@ -57,6 +57,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -69,6 +70,10 @@ struct control_plane_options {
   // create naming a kind missing here is refused (invalid_argument naming the kinds held).
   std::map<events::runtime_kind, runtime::driver*> drivers;
   events::runtime_kind default_runtime = events::runtime_kind::runsc;
+  // The runtime kinds whose sandboxes may have a network (mode allow list or all): their
+  // driver has a link range and the node enforces egress on it (docs/network.md). A create
+  // asking for a network on another kind is refused (invalid_argument).
+  std::set<events::runtime_kind> networked;
   // A single driver for every runtime kind (tests, benchmarks); used when `drivers` is empty.
   runtime::driver* driver = nullptr;
   std::string data_dir;              // snapshots go to <data_dir>/snapshots

@@ -61,6 +61,7 @@ std::optional<runtime::create_request> create_request_of(const sandbox_state& s,
   r.id = s.sandbox_id;
   r.template_name = s.spec.template_name;
   r.from_snapshot = s.spec.from_snapshot;
+  r.tenant = s.tenant;
   if (s.spec.limits.memory_mib)
     r.limits.memory_bytes = std::uint64_t{s.spec.limits.memory_mib} << 20;
   if (s.spec.limits.cpu_millicores)

@@ -576,6 +576,11 @@ result<sandbox_info> client::create(const create_options& o) {
     set_env(r.initEnv(static_cast<unsigned>(o.env.size())), o.env);
     r.setNoPool(o.no_pool);
     r.setFromSnapshot(whole(o.from_snapshot));
+    auto net = r.initNetwork();
+    net.setMode(static_cast<schema::NetworkPolicy::Mode>(o.network.mode));
+    auto hosts = net.initAllowedHosts(static_cast<unsigned>(o.network.allowed_hosts.size()));
+    for (unsigned i = 0; i < o.network.allowed_hosts.size(); ++i)
+      hosts.set(i, whole(o.network.allowed_hosts[i]));
     impl_->check_request_size(req);
     auto reply = req.send().wait(impl_->ws());
     auto info = info_of(reply.getInfo());

@@ -111,6 +111,7 @@ struct pool_info {
   // A fork: the writable layer starts as this snapshot; template and runtime are the
   // snapshot's (leave them empty).
   std::string from_snapshot;
+  events::network_policy network;   // mode none: loopback only (docs/network.md)
 };
 
 struct exec_options {

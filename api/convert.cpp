@@ -1,5 +1,6 @@
 #include "api/convert.hpp"
 
+#include "network/policy.hpp"
 #include "runtime/names.hpp"
 
 #include <algorithm>
@@ -112,6 +113,43 @@ result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader var
   return out;
 }
 
+result<events::network_policy> network_of(schema::NetworkPolicy::Reader p) {
+  events::network_policy out;
+  switch (p.getMode()) {
+  case schema::NetworkPolicy::Mode::NONE:
+    out.mode = events::network_mode::none;
+    break;
+  case schema::NetworkPolicy::Mode::FULL:
+    out.mode = events::network_mode::full;
+    break;
+  case schema::NetworkPolicy::Mode::ALLOW_LIST:
+    out.mode = events::network_mode::allow_list;
+    break;
+  default:
+    return make_error(errc::invalid_argument,
+                      "unknown network mode; use none, allowList or full (all)");
+  }
+  auto hosts = p.getAllowedHosts();
+  if (hosts.size() > network::k_max_rules)
+    return make_error(errc::invalid_argument,
+                      "a network policy of " + std::to_string(hosts.size()) +
+                        " rules is too long; give at most " + std::to_string(network::k_max_rules));
+  for (auto h : hosts)
+    out.allowed_hosts.push_back(whole_text(h));
+  auto compiled = network::compile(out);
+  if (!compiled)
+    return compiled.err();
+  return network::to_event(compiled.value());
+}
+
+result<void> network_within_ceiling(const events::network_policy& p, const network::ceiling& c,
+                                    const std::string& tenant) {
+  auto compiled = network::compile(p);
+  if (!compiled)
+    return compiled.err();
+  return network::check_ceiling(compiled.value(), c, tenant);
+}
+
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d) {
   events::created c;
   // The whole name as sent (a NUL included), checked before anything is logged: a name
@@ -144,12 +182,17 @@ result<events::created> created_of(rpc::CreateRequest::Reader r, const create_de
   c.env = std::move(env).value();
   if (auto ok = check_env(c.env, d.inputs); !ok)
     return ok.err();
-  auto net = r.getNetwork();
-  if (net.getMode() != schema::NetworkPolicy::Mode::NONE)
+  auto net = network_of(r.getNetwork());
+  if (!net)
+    return net.err();
+  c.network = std::move(net).value();
+  if (c.network.mode != events::network_mode::none &&
+      std::find(d.networked.begin(), d.networked.end(), c.runtime) == d.networked.end())
     return make_error(errc::invalid_argument,
-                      "this node cannot enforce a network policy other than none (loopback "
-                      "only); create the sandbox with network none");
-  c.network.mode = events::network_mode::none;
+                      "this node cannot enforce a network policy for runtime " +
+                        events::to_string(c.runtime) +
+                        " (it has no link range, docs/network.md); create the sandbox with "
+                        "network none");
   for (auto l : r.getLabels()) {
     if (l.getKey().size() == 0)
       return make_error(errc::invalid_argument, "a label key is empty; give every label a key");

@@ -7,6 +7,7 @@
 #include "actors/sandbox_machine.hpp"
 #include "api/input_limits.hpp"
 #include "api/result.hpp"
+#include "network/policy.hpp"
 #include "schemas/api.capnp.h"
 
 #include <chrono>
@@ -38,6 +39,9 @@ struct create_defaults {
   std::uint64_t exec_output_ceiling_bytes = 256ull << 20;
   std::chrono::milliseconds exec_timeout_ceiling{0};
   input_limits inputs;
+  // The runtime kinds whose sandboxes may have a network (the node enforces egress for
+  // them, docs/network.md); a policy other than none for another kind is invalid_argument.
+  std::vector<events::runtime_kind> networked;
 };
 
 // `limits` against `ceilings` (0: none).
@@ -47,6 +51,16 @@ result<void> check_ceilings(const events::sandbox_limits& limits,
 // Environment variables, checked: a name is non-empty and has no '=' or NUL; a value has
 // no NUL. Secret values are kept here: the control plane logs only their names.
 result<std::vector<events::env_var>> env_of(capnp::List<rpc::EnvVar>::Reader vars);
+
+// A network policy as sent: every rule parsed and put in its canonical text
+// (network/policy.hpp's compile), at most network::k_max_rules; invalid_argument naming the
+// first bad rule or an unknown mode.
+result<events::network_policy> network_of(schema::NetworkPolicy::Reader p);
+
+// `p` (as network_of made it) against a tenant's ceiling: permission_denied naming the
+// tenant, what it asked for and the ceiling.
+result<void> network_within_ceiling(const events::network_policy& p, const network::ceiling& c,
+                                    const std::string& tenant);
 
 result<events::created> created_of(rpc::CreateRequest::Reader r, const create_defaults& d);
 

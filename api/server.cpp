@@ -355,4 +355,11 @@ tenant_usage server::usage(const std::string& tenant) const {
   return impl_->ledger.usage(tenant);
 }
 
+bool server::admits_log(const std::string& tenant) const {
+  const auto& o = impl_->options;
+  auto it = o.quotas.find(tenant);
+  const auto& quota = it == o.quotas.end() ? o.quota : it->second;
+  return impl_->ledger.admit_log(tenant, quota, std::chrono::system_clock::now()).ok();
+}
+
 } // namespace sandboxd::api

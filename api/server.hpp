@@ -32,6 +32,7 @@
 #include "api/authenticator.hpp"
 #include "api/convert.hpp"
 #include "api/tenant_ledger.hpp"
+#include "network/policy.hpp"
 
 #include <chrono>
 #include <cstddef>
@@ -68,6 +69,10 @@ struct server_options {
   create_defaults defaults;
   tenant_quota quota;                         // every tenant's, unless overridden below
   std::map<std::string, tenant_quota> quotas; // per tenant
+  // The widest network policy a tenant may ask for (docs/network.md "Tenant ceilings"):
+  // every tenant's, unless overridden below; above it a create is permission_denied.
+  network::ceiling network_ceiling;
+  std::map<std::string, network::ceiling> network_ceilings; // per tenant
   std::size_t max_message_bytes = 16u << 20;
   // Largest file a writeFile upload may carry (the driver's limit is the sandbox's own).
   std::uint64_t max_upload_bytes = 64ull << 20;
@@ -123,6 +128,9 @@ public:
   std::vector<std::string> addresses() const;
   server_stats stats() const;
   tenant_usage usage(const std::string& tenant) const;
+  // Whether `tenant` may still put events in the log this hour (its log budget): the node's
+  // egress refuses a tenant's connections past it (node/egress.hpp). Thread-safe.
+  bool admits_log(const std::string& tenant) const;
 
   struct impl;
 

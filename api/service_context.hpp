@@ -101,6 +101,10 @@ struct service_context {
     auto it = options.quotas.find(tenant);
     return it == options.quotas.end() ? options.quota : it->second;
   }
+  const network::ceiling& network_ceiling_of(const std::string& tenant) const {
+    auto it = options.network_ceilings.find(tenant);
+    return it == options.network_ceilings.end() ? options.network_ceiling : it->second;
+  }
   // Throws resource_exhausted once `tenant` has used its log budget for the hour
   // (log_budget.hpp). Every call that logs what a tenant sends checks it first; delete and
   // redact do not, so a tenant out of budget can still give resources back.

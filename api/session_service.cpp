@@ -204,6 +204,8 @@ public:
           apply_fork(ctx, who_, request, spec);
         // A fork is made cold: no pool holds its snapshot's layer.
         const bool pooled = !request.getNoPool() && !fork;
+        check_result(
+          network_within_ceiling(spec.network, ctx.network_ceiling_of(who_.tenant), who_.tenant));
         ctx.admit_log(who_.tenant);
         auto id = new_sandbox_id(*ctx.ledger);
         check_result(ctx.ledger->reserve(who_.tenant, id, spec.limits, ctx.quota_of(who_.tenant)));

@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <unistd.h>
@@ -311,6 +312,22 @@ int main(int argc, char** argv) {
                  "the times it says",
                  clock_file);
 
+  // The egress refuses a tenant's connections once its log budget is spent; the budget is
+  // the RPC server's (its ledger), which starts after the node: until then, and once it is
+  // gone, the egress admits.
+  struct log_gate {
+    std::mutex mu;
+    const api::server* rpc = nullptr;
+  };
+  auto gate = std::make_shared<log_gate>();
+  config.node.network.admit = [gate](const std::string& tenant) {
+    std::lock_guard l(gate->mu);
+    return gate->rpc == nullptr || gate->rpc->admits_log(tenant);
+  };
+  const auto close_gate = [gate] {
+    std::lock_guard l(gate->mu);
+    gate->rpc = nullptr;
+  };
   sn::node node(std::move(config.node));
   try {
     node.start();
@@ -364,6 +381,12 @@ int main(int argc, char** argv) {
     o.pg_schema = node.schema();
     o.defaults.runtime = node.default_runtime();
     o.defaults.runtimes = node.runtimes();
+    if (node.network())
+      for (auto k : node.runtimes())
+        if (k != sandboxd::events::runtime_kind::hollow)
+          o.defaults.networked.push_back(k);
+    o.network_ceiling = config.network_ceiling;
+    o.network_ceilings = config.network_ceilings;
     // Ceilings and quotas: the node's fair share of what this host has, unless set.
     std::vector<std::string> pools;
     for (auto k : node.runtimes())
@@ -403,6 +426,8 @@ int main(int argc, char** argv) {
     };
     try {
       rpc = std::make_unique<api::server>(std::move(o));
+      std::lock_guard l(gate->mu);
+      gate->rpc = rpc.get();
     } catch (const std::exception& e) {
       spdlog::error("sandboxd cannot start: RPC server on {}: {}; check --listen", addresses,
                     e.what());
@@ -428,6 +453,7 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       spdlog::error("sandboxd cannot start: web console on {}: {}", config.console->to_string(),
                     e.what());
+      close_gate();
       rpc.reset();
       exposer.reset();
       node.stop();
@@ -452,6 +478,7 @@ int main(int argc, char** argv) {
       spdlog::error("sandboxd cannot start: E2B endpoint on {}: {}", config.e2b->to_string(),
                     e.what());
       console.reset();
+      close_gate();
       rpc.reset();
       exposer.reset();
       node.stop();
@@ -469,6 +496,7 @@ int main(int argc, char** argv) {
   // endpoint, the node.
   e2b.reset();
   console.reset();
+  close_gate();
   rpc.reset();
   exposer.reset();
   node.stop();

@@ -86,7 +86,8 @@ void add_create(command_table& t) {
   struct args {
     api::create_options o;
     std::string cpus;
-    std::vector<std::string> env, secret_env, labels;
+    std::vector<std::string> env, secret_env, labels, allow;
+    std::string network;
     timeout_flags timeouts;
   };
   auto a = std::make_shared<args>();
@@ -95,7 +96,9 @@ void add_create(command_table& t) {
                   "template on a node shows its build on stderr)",
                   "  ID=$(sandboxctl create --runtime crun --memory 1024 --timeout 2h "
                   "--label team=search)\n"
-                  "  sandboxctl --json create --idle-timeout 10m --auto-pause=memory",
+                  "  sandboxctl --json create --idle-timeout 10m --auto-pause=memory\n"
+                  "  sandboxctl create --runtime crun --allow pypi.org --allow "
+                  "'*.pythonhosted.org:443' --allow 10.20.0.0/16:5432",
                   [a](context& cx) -> int {
                     auto o = a->o;
                     if (!a->cpus.empty()) {
@@ -117,6 +120,10 @@ void add_create(command_table& t) {
                     if (!timeouts)
                       return exit;
                     o.timeouts = *timeouts;
+                    auto net = network_flags(a->network, a->allow);
+                    if (!net)
+                      return cx.usage(net.err().message);
+                    o.network = std::move(net).value();
                     return with_client(cx, [&](api::client& client) {
                       if (o.from_snapshot.empty()) // a fork's template is its snapshot's
                         if (int e = build_before_create(cx, client, o.template_name))
@@ -153,6 +160,14 @@ void add_create(command_table& t) {
     ->type_name("ID");
   c->add_flag("--no-pool", a->o.no_pool,
               "make it cold even when a warm pool holds one ready (docs/pools.md)");
+  c->add_option("--network", a->network,
+                "none (loopback only, the default; allowlist with --allow), allowlist, or all "
+                "(public addresses; never the node, link-local or private ones unless allowed)")
+    ->type_name("MODE");
+  c->add_option("--allow", a->allow,
+                "a destination the sandbox may reach: a name, *.name, an address or CIDR, with "
+                ":PORTS (repeatable; implies --network allowlist; docs/network.md)")
+    ->type_name("DEST");
 }
 
 void add_get(command_table& t) {

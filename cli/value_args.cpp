@@ -107,6 +107,27 @@ result<std::pair<std::int32_t, std::int64_t>> parse_partition_offset(std::string
   return std::pair{p, o};
 }
 
+result<events::network_policy> network_flags(std::string_view mode,
+                                             const std::vector<std::string>& allow) {
+  events::network_policy p;
+  if (mode.empty())
+    p.mode = allow.empty() ? events::network_mode::none : events::network_mode::allow_list;
+  else if (mode == "none")
+    p.mode = events::network_mode::none;
+  else if (mode == "allowlist")
+    p.mode = events::network_mode::allow_list;
+  else if (mode == "all")
+    p.mode = events::network_mode::full;
+  else
+    return make_error(errc::invalid_argument, "--network '" + std::string(mode) +
+                                                "' is not a mode; use none, allowlist or all");
+  if (p.mode == events::network_mode::none && !allow.empty())
+    return make_error(errc::invalid_argument,
+                      "--allow with --network none allows nothing; drop --network none");
+  p.allowed_hosts = allow;
+  return p;
+}
+
 result<std::uint32_t> parse_cpus(std::string_view text) {
   // Whole and fractional parts, to millicores, without floating point.
   const auto dot = text.find('.');

@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace sandboxd::cli {
 
@@ -33,6 +34,12 @@ result<std::pair<std::int32_t, std::int64_t>> parse_partition_offset(std::string
 
 // CPUs as a decimal ("0.5", "2") to millicores (500, 2000); at least 1 millicore.
 result<std::uint32_t> parse_cpus(std::string_view text);
+
+// --network MODE and --allow DEST...: the policy a create sends. MODE is none, allowlist or
+// all ("" : allowlist when there are rules, else none); rules with mode none are refused.
+// The rules go as they are: the daemon parses them (invalid_argument naming a bad one).
+result<events::network_policy> network_flags(std::string_view mode,
+                                             const std::vector<std::string>& allow);
 
 // "filesystem" or "memory".
 result<events::pause_mode> parse_pause_mode(std::string_view text);

@@ -137,6 +137,25 @@ std::string toml_strings(const std::vector<std::string>& v) {
   return out + "]";
 }
 
+// The keys of `t` and their string values into `out` (replaced whole), unless `failure` is
+// set or becomes set: a value that is not a string fails, naming `where`, the key and `must`.
+void read_string_pairs(const toml::table& t, const std::string& where, const char* must,
+                       std::optional<events::error>& failure,
+                       std::vector<std::pair<std::string, std::string>>& out) {
+  std::vector<std::pair<std::string, std::string>> pairs;
+  for (auto&& [key, value] : t) {
+    auto v = value.value<std::string>();
+    if (!v || !value.is_string()) {
+      if (!failure)
+        failure = invalid(where + ": `" + std::string(key.str()) + "` " + must);
+      return;
+    }
+    pairs.emplace_back(std::string(key.str()), *v);
+  }
+  if (!failure)
+    out = std::move(pairs);
+}
+
 } // namespace
 
 std::optional<events::error> apply_config(daemon_settings& s, std::string_view toml_text,
@@ -155,7 +174,7 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
   table_reader top(doc, where + " ", failure);
   top.allow({"data_dir", "listen", "metrics_addr", "console_addr", "e2b_addr", "log", "event_log",
              "kafka", "postgres", "runtimes", "tokens", "projections", "tls", "quotas", "limits",
-             "templates", "pools"});
+             "templates", "pools", "network"});
   top.read("data_dir", s.data_dir);
   top.read("listen", s.listen);
   top.read("metrics_addr", s.metrics_addr);
@@ -180,21 +199,10 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
     r.read("topic", s.kafka_topic);
     r.read("replication_factor", s.kafka_replication);
     r.read("min_insync_replicas", s.kafka_min_insync);
-    if (const auto* p = r.table("properties")) {
-      std::vector<std::pair<std::string, std::string>> props;
-      for (auto&& [key, value] : *p) {
-        auto v = value.value<std::string>();
-        if (!v || !value.is_string()) {
-          if (!failure)
-            failure = invalid(r.where("properties") + ": `" + std::string(key.str()) +
-                              "` must be a string (librdkafka properties are strings)");
-          break;
-        }
-        props.emplace_back(std::string(key.str()), *v);
-      }
-      if (!failure)
-        s.kafka_properties = std::move(props);
-    }
+    if (const auto* p = r.table("properties"))
+      read_string_pairs(*p, r.where("properties"),
+                        "must be a string (librdkafka properties are strings)", failure,
+                        s.kafka_properties);
   }
   if (const auto* t = top.table("postgres")) {
     table_reader r(*t, top.where("postgres"), failure);
@@ -246,6 +254,17 @@ std::optional<events::error> apply_config(daemon_settings& s, std::string_view t
     table_reader r(*t, top.where("templates"), failure);
     r.allow({"cache"});
     r.read("cache", s.template_cache);
+  }
+  if (const auto* t = top.table("network")) {
+    table_reader r(*t, top.where("network"), failure);
+    r.allow({"link_range", "upstream_dns", "ceiling", "within", "tenants"});
+    r.read("link_range", s.network_link_range);
+    r.read("upstream_dns", s.network_upstream_dns);
+    r.read("ceiling", s.network_ceiling);
+    r.read("within", s.network_within);
+    if (const auto* p = r.table("tenants"))
+      read_string_pairs(*p, r.where("tenants"), "must be a string: none, allowlist or all", failure,
+                        s.network_tenant_ceilings);
   }
   if (const auto* t = top.table("projections")) {
     table_reader r(*t, top.where("projections"), failure);
@@ -316,7 +335,13 @@ std::string to_toml(const daemon_settings& s) {
     << "[projections]\nprojectors = " << s.projectors << "\n\n"
     << "[tls]\ncertificate = " << toml_string(s.tls_certificate)
     << "\nkey = " << toml_string(s.tls_key) << "\n\n"
-    << "[templates]\ncache = " << toml_string(s.template_cache) << "\n";
+    << "[templates]\ncache = " << toml_string(s.template_cache) << "\n\n"
+    << "[network]\nlink_range = " << toml_string(s.network_link_range)
+    << "\nupstream_dns = " << toml_string(s.network_upstream_dns)
+    << "\nceiling = " << toml_string(s.network_ceiling)
+    << "\nwithin = " << toml_strings(s.network_within) << "\n\n[network.tenants]\n";
+  for (const auto& [k, v] : s.network_tenant_ceilings)
+    o << toml_string(k) << " = " << toml_string(v) << "\n";
   // Bounds left unset stay unset: they are the node's fair share, resolved at start.
   const auto put = [&o](const char* key, const std::optional<std::int64_t>& v) {
     if (v)
@@ -532,6 +557,38 @@ daemon_config_result to_daemon_config(const daemon_settings& s) {
     c.node.plane.pools.push_back(std::move(ps));
   }
   c.bounds.quota_snapshots = u(s.quota_snapshots);
+  // Networks.
+  c.node.network.link_range = s.network_link_range;
+  c.node.network.upstream_dns = s.network_upstream_dns;
+  const auto mode_of = [](const std::string& m) -> std::optional<events::network_mode> {
+    if (m == "none")
+      return events::network_mode::none;
+    if (m == "allowlist")
+      return events::network_mode::allow_list;
+    if (m == "all")
+      return events::network_mode::full;
+    return std::nullopt;
+  };
+  const auto ceiling = mode_of(s.network_ceiling);
+  if (!ceiling)
+    return fail("network.ceiling \"" + s.network_ceiling +
+                "\" is not a mode; use none, allowlist or all");
+  c.network_ceiling.widest = *ceiling;
+  for (const auto& w : s.network_within) {
+    auto rule = network::parse_rule(w);
+    if (!rule)
+      return fail("network.within: " + rule.err().message);
+    c.network_ceiling.within.push_back(std::move(rule).value());
+  }
+  for (const auto& [tenant, m] : s.network_tenant_ceilings) {
+    const auto mode = mode_of(m);
+    if (!mode)
+      return fail("network.tenants." + tenant + " \"" + m +
+                  "\" is not a mode; use none, allowlist or all");
+    auto tc = c.network_ceiling;
+    tc.widest = *mode;
+    c.network_ceilings[tenant] = std::move(tc);
+  }
   r.value = std::move(c);
   return r;
 }

@@ -8,11 +8,13 @@
 #pragma once
 
 #include "events/errc.hpp"
+#include "network/policy.hpp"
 #include "node/listen_address.hpp"
 #include "node/node_config.hpp"
 #include "node/resource_bounds.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -72,6 +74,14 @@ struct daemon_settings {
   // "none" keeps none.
   std::string template_cache;
   std::vector<pool_entry> pools; // [[pools]]
+  // Sandbox networks ([network], docs/network.md): the links' block ("" : no sandbox has a
+  // network), the resolver sandboxd asks, every tenant's ceiling (none | allowlist | all),
+  // the rules allow lists must stay within (empty: any), and ceilings per tenant.
+  std::string network_link_range;
+  std::string network_upstream_dns;
+  std::string network_ceiling = "all";
+  std::vector<std::string> network_within;
+  std::vector<std::pair<std::string, std::string>> network_tenant_ceilings;
 };
 
 // Reads a config file's text into `s` (keys it does not set keep their values). `source`
@@ -97,6 +107,8 @@ struct daemon_config {
   std::optional<listen_address> e2b;     // tcp; TLS (tls_certificate) unless loopback
   log_format format = log_format::text;
   std::string log_level;
+  network::ceiling network_ceiling;                         // every tenant's, unless below
+  std::map<std::string, network::ceiling> network_ceilings; // per tenant
 };
 
 struct daemon_config_result {

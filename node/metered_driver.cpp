@@ -1,6 +1,8 @@
 #include "node/metered_driver.hpp"
 
 #include <chrono>
+#include <exception>
+#include <string>
 #include <vector>
 
 namespace sandboxd::node {
@@ -22,7 +24,19 @@ auto metered_driver::timed(driver_call call, F&& f) -> decltype(f()) {
 
 runtime::outcome<runtime::sandbox_info>
 metered_driver::create(const runtime::create_request& request) {
-  return timed(driver_call::create, [&] { return inner_.create(request); });
+  auto r = timed(driver_call::create, [&] { return inner_.create(request); });
+  if (r && r.value().link && link_made_) {
+    try {
+      link_made_(r.value());
+    } catch (const std::exception& e) {
+      // Without its elements in the egress table the link leads nowhere: the sandbox is
+      // not made (a create that fails removes what it made).
+      (void)inner_.remove(request.id);
+      return runtime::make_error(runtime::errc::unavailable,
+                                 std::string(e.what()) + "; try the create again");
+    }
+  }
+  return r;
 }
 
 runtime::outcome<void> metered_driver::start(const std::string& id) {
@@ -70,7 +84,10 @@ runtime::outcome<void> metered_driver::resume(const std::string& id) {
 }
 
 runtime::outcome<void> metered_driver::remove(const std::string& id) {
-  return timed(driver_call::remove, [&] { return inner_.remove(id); });
+  auto r = timed(driver_call::remove, [&] { return inner_.remove(id); });
+  if (r && link_removed_)
+    link_removed_(id);
+  return r;
 }
 
 runtime::outcome<std::string> metered_driver::read_file(const std::string& id,

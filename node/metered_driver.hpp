@@ -11,6 +11,7 @@
 #include "node/node_probe.hpp"
 #include "runtime/driver.hpp"
 
+#include <functional>
 #include <mutex>
 #include <set>
 #include <string>
@@ -71,6 +72,15 @@ public:
 
   runtime::driver& inner() { return inner_; }
 
+  // Told of each sandbox a create gave a link (after the create, before its start) and of
+  // each removed sandbox (after the remove), for the node's egress table (egress.hpp). Set
+  // before the first create; run on the driver call's thread.
+  void set_link_listeners(std::function<void(const runtime::sandbox_info&)> made,
+                          std::function<void(const std::string&)> removed) {
+    link_made_ = std::move(made);
+    link_removed_ = std::move(removed);
+  }
+
   // Signals every exec in flight with `signal`; later execs answer unavailable. Thread-safe.
   void end_execs(int signal);
 
@@ -83,6 +93,8 @@ private:
   std::mutex execs_mu_;
   std::multiset<std::pair<std::string, std::string>> execs_; // (sandbox, exec id) in flight
   bool ending_ = false;
+  std::function<void(const runtime::sandbox_info&)> link_made_;
+  std::function<void(const std::string&)> link_removed_;
 };
 
 } // namespace sandboxd::node

@@ -1,8 +1,10 @@
 #include "node/node.hpp"
 
+#include "base/sha256.hpp"
 #include "events/file_log.hpp"
 #include "events/kafka_log.hpp"
 #include "node/data_directory.hpp"
+#include "node/egress.hpp"
 #include "node/embedded_postgres.hpp"
 #include "node/metered_log.hpp"
 #include "node/pool_templates.hpp"
@@ -217,7 +219,40 @@ void node::start() {
       lo.dir = *dir_ / "templates";
       layers_ = std::make_shared<runtime::layer_store>(lo);
     }
-    runtimes_ = std::make_unique<runtime_set>(choice, *dir_ / "runtimes", *probe_, layers_);
+    if (!config_.network.link_range.empty()) {
+      part = "network";
+      egress_settings es;
+      es.link_range = config_.network.link_range;
+      // The table's and the links' names: this data directory's, so that two nodes on one
+      // host (and their tests) never share them.
+      es.link_instance = sha256_hex(config_.data_dir).substr(0, 8);
+      es.upstream_dns = config_.network.upstream_dns;
+      es.proxy_port = config_.network.proxy_port;
+      es.dns_port = config_.network.dns_port;
+      es.proxy_max_connections = config_.network.proxy_max_connections;
+      es.proxy_max_per_sandbox = config_.network.proxy_max_per_sandbox;
+      es.admit = config_.network.admit;
+      es.probe = probe_.get();
+      egress_ = std::make_unique<egress>(std::move(es));
+      spdlog::info("network: links from {}, egress table inet {}, proxy port {}, resolver port {}",
+                   config_.network.link_range, egress_->table(), egress_->proxy_port(),
+                   egress_->dns_port());
+      part = "runtimes";
+    }
+    runtimes_ = std::make_unique<runtime_set>(
+      choice, *dir_ / "runtimes", *probe_, layers_, config_.network.link_range,
+      config_.network.link_range.empty() ? "" : sha256_hex(config_.data_dir).substr(0, 8));
+    if (egress_)
+      for (auto kind : runtimes_->kinds()) {
+        auto* d = static_cast<metered_driver*>(runtimes_->find(kind));
+        d->set_link_listeners(
+          [e = egress_.get()](const runtime::sandbox_info& i) { e->link_made(i); },
+          [e = egress_.get()](const std::string& id) { e->link_removed(id); });
+        // The links that outlived the last run (stopped or paused sandboxes).
+        if (auto all = d->list())
+          for (const auto& i : all.value())
+            egress_->link_made(i);
+      }
     const auto restored = restore_sandboxes(*runtimes_, *dir_ / "quiesced");
     if (!restored.restored.empty())
       spdlog::info("runtimes: {} sandboxes quiesced at the last stop run again: {}",
@@ -270,7 +305,14 @@ void node::start() {
       o.pool_spec = [t = templates_.get()](const actors::pool_key& k) {
         return pool_spec_of(*t, k);
       };
+    o.networked.clear();
+    if (egress_)
+      for (auto kind : runtimes_->kinds())
+        if (kind != events::runtime_kind::hollow)
+          o.networked.insert(kind);
     plane_ = std::make_unique<actors::control_plane>(o);
+    if (egress_)
+      egress_->attach(plane_.get());
     const auto& rec = plane_->recovery();
     spdlog::info("control plane: recovered {} sandboxes in {:.2f} s ({} events replayed, {} "
                  "steps finished, {} failed, {} orphans removed)",
@@ -335,6 +377,9 @@ void node::stop() {
 void node::teardown() {
   // An exec without a timeout never ends by itself: the control plane's stop would wait for
   // it forever. Killed, it ends like any killed exec (its outcome in the log says so).
+  // Connections end (interrupted) while their sandboxes' actors can still log it.
+  if (egress_)
+    egress_->stop();
   if (runtimes_ && plane_) {
     runtimes_->end_execs(SIGKILL);
     spdlog::info("execs in flight killed");
@@ -368,6 +413,7 @@ void node::teardown() {
     }
     runtimes_.reset();
   }
+  egress_.reset(); // after the drivers, which tell it of links
   templates_.reset();
   layers_.reset(); // after the drivers: a quiesced sandbox's stack is unmounted by now
   for (auto& p : projectors_)

@@ -58,6 +58,7 @@ class template_registry;
 namespace sandboxd::node {
 
 class data_directory;
+class egress;
 class embedded_postgres;
 class metered_log;
 class runtime_set;
@@ -110,6 +111,8 @@ public:
   // the layer store every OCI driver stacks sandboxes on.
   // Null on a node without an OCI runtime (hollow only: no files to make templates of).
   templates::template_registry* templates();
+  // The sandbox networks' table, proxy and resolver; null without a link range.
+  egress* network() { return egress_.get(); }
   std::string runtime_dir(events::runtime_kind kind) const;
   const token_table& tokens() const { return tokens_; }
   std::string dev_token_path() const; // empty when the node makes no development token
@@ -146,6 +149,7 @@ private:
   std::unique_ptr<embedded_postgres> postgres_;
   std::shared_ptr<runtime::layer_store> layers_;
   std::unique_ptr<templates::template_registry> templates_;
+  std::unique_ptr<egress> egress_; // with a link range only
   std::unique_ptr<runtime_set> runtimes_;
   std::unique_ptr<actors::control_plane> plane_;
   std::vector<std::unique_ptr<projections::projector>> projectors_;

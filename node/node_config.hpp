@@ -34,6 +34,20 @@ struct kafka_settings {
   std::vector<std::pair<std::string, std::string>> config; // extra librdkafka properties
 };
 
+// Sandbox networks (docs/network.md). Without a link range no sandbox has a network: a
+// create with a policy other than none is refused.
+struct network_config {
+  std::string link_range;       // "10.200.0.0/16": the links' addresses (a /30 per sandbox)
+  std::string upstream_dns;     // the resolver sandboxd asks; "": /etc/resolv.conf's first
+  std::uint16_t proxy_port = 0; // the egress proxy's and resolver's ports; 0: any free
+  std::uint16_t dns_port = 0;
+  // The proxy's connection threads, in all and per sandbox (network/egress_proxy.hpp).
+  std::size_t proxy_max_connections = 4096;
+  std::size_t proxy_max_per_sandbox = 512;
+  // Whether a tenant may still log an event (its log budget); empty: always.
+  std::function<bool(const std::string& tenant)> admit;
+};
+
 struct node_config {
   std::string data_dir = "./var"; // made absolute by start()
 
@@ -60,6 +74,8 @@ struct node_config {
   // (templates/stock_templates.hpp); empty: $SANDBOXD_CACHE (default ~/.cache/sandboxd)
   // /templates. "none" keeps none (every fresh data directory runs mmdebstrap again).
   std::string template_cache;
+
+  network_config network;
 
   std::string tokens_file; // empty: none (only the development token)
   bool dev_token = true;   // DATA_DIR/dev-token, made on first start, admin scope

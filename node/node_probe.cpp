@@ -111,7 +111,24 @@ node_probe::node_probe()
       pool_refill_(prometheus::BuildGauge()
                      .Name("sandboxd_pool_refill_seconds")
                      .Help("A warm pool's creates, started to running: mean and max")
-                     .Register(*registry_)) {
+                     .Register(*registry_)),
+      egress_attempts_(prometheus::BuildCounter()
+                         .Name("sandboxd_egress_attempts_total")
+                         .Help("Sandbox connections (tcp) and DNS questions (dns) by verdict: "
+                               "allowed, denied, refused (undecided, unlogged)")
+                         .Register(*registry_)),
+      egress_out_(prometheus::BuildCounter()
+                    .Name("sandboxd_egress_bytes_total")
+                    .Help("Bytes relayed by the egress proxy, by direction (out: sandbox to "
+                          "destination)")
+                    .Register(*registry_)
+                    .Add({{"direction", "out"}})),
+      egress_in_(prometheus::BuildCounter()
+                   .Name("sandboxd_egress_bytes_total")
+                   .Help("Bytes relayed by the egress proxy, by direction (out: sandbox to "
+                         "destination)")
+                   .Register(*registry_)
+                   .Add({{"direction", "in"}})) {
   prometheus::BuildGauge()
     .Name("sandboxd_build_info")
     .Help("sandboxd's version")
@@ -139,6 +156,16 @@ void node_probe::rpc_call(std::string_view method, std::string_view outcome, dou
   // Family::Add returns the existing metric for labels it already has (thread-safe).
   rpc_calls_.Add({{"method", std::string(method)}, {"outcome", std::string(outcome)}}).Increment();
   rpc_seconds_.Add({{"method", std::string(method)}}, driver_buckets()).Observe(seconds);
+}
+
+void node_probe::egress_attempt(std::string_view protocol, std::string_view verdict) {
+  egress_attempts_.Add({{"protocol", std::string(protocol)}, {"verdict", std::string(verdict)}})
+    .Increment();
+}
+
+void node_probe::egress_bytes(std::uint64_t out, std::uint64_t in) {
+  egress_out_.Increment(static_cast<double>(out));
+  egress_in_.Increment(static_cast<double>(in));
 }
 
 void node_probe::log_appended(std::size_t records, std::chrono::nanoseconds latency, bool ok) {

@@ -10,6 +10,12 @@
 //   sandboxd_rpc_calls_total{method,outcome}         RPC calls answered, by method ("Session.get")
 //                                                    and outcome ("ok" or the error code)
 //   sandboxd_rpc_call_seconds{method}                arrival to answer
+//   sandboxd_egress_attempts_total{protocol,verdict} a sandbox's connections (tcp) and DNS
+//                                                    questions (dns): allowed, denied (an
+//                                                    event each), refused (undecided: no
+//                                                    event; the sandbox not running, its
+//                                                    tenant's log budget spent, a stop)
+//   sandboxd_egress_bytes_total{direction}           relayed: out (sandbox to destination), in
 // Read at each scrape (the node's figures function):
 //   sandboxd_sandboxes{state,runtime}                the `sandboxes` read model, by state
 //   sandboxd_projection_lag_records{partition}       log end offset - committed offset
@@ -102,6 +108,9 @@ public:
   void log_appended(std::size_t records, std::chrono::nanoseconds latency, bool ok);
   // One RPC call answered (api::server_options::on_call).
   void rpc_call(std::string_view method, std::string_view outcome, double seconds);
+  // One attempt decided by the egress (node/egress.hpp), and a closed connection's bytes.
+  void egress_attempt(std::string_view protocol, std::string_view verdict);
+  void egress_bytes(std::uint64_t out, std::uint64_t in);
 
   // Called at each scrape for the figures above; empty: those gauges stay as they are.
   void set_figures(std::function<node_figures()> figures);
@@ -133,6 +142,9 @@ private:
   prometheus::Family<prometheus::Counter>& pool_creates_;
   prometheus::Family<prometheus::Counter>& pool_retired_;
   prometheus::Family<prometheus::Gauge>& pool_refill_;
+  prometheus::Family<prometheus::Counter>& egress_attempts_;
+  prometheus::Counter& egress_out_;
+  prometheus::Counter& egress_in_;
 
   std::mutex drivers_mu_;
   std::map<std::string, driver_instruments, std::less<>> drivers_;

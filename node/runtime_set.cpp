@@ -83,8 +83,31 @@ runtime_choice choose_runtimes(const std::vector<runtime_kind>& configured,
 }
 
 runtime_set::runtime_set(const runtime_choice& choice, const std::string& runtimes_dir,
-                         node_probe& probe, std::shared_ptr<runtime::layer_store> layers)
+                         node_probe& probe, std::shared_ptr<runtime::layer_store> layers,
+                         const std::string& link_range, const std::string& link_instance)
     : runtimes_dir_(runtimes_dir), kinds_(choice.kinds), default_(choice.default_kind) {
+  const auto oci =
+    std::count_if(kinds_.begin(), kinds_.end(), [](auto k) { return k != runtime_kind::hollow; });
+  const auto parsed = link_range.empty() ? std::nullopt : runtime::parse_link_range(link_range);
+  if (!link_range.empty() && (!parsed || (oci > 1 && parsed->prefix > 29)))
+    throw start_error("link range " + link_range +
+                      " is not an IPv4 block large enough for the node's runtimes; give one "
+                      "like 10.200.0.0/16");
+  // The part of the link range of `k`: runsc's the first half, crun's the second.
+  const runtime::link_range whole = parsed.value_or(runtime::link_range{});
+  auto part_of = [&](runtime_kind k) -> std::string {
+    if (link_range.empty())
+      return "";
+    runtime::link_range r = whole;
+    if (oci > 1) {
+      r.prefix = static_cast<std::uint8_t>(r.prefix + 1);
+      if (k == runtime_kind::crun)
+        r.base += 1u << (32 - r.prefix);
+    }
+    return std::to_string(r.base >> 24) + "." + std::to_string((r.base >> 16) & 255) + "." +
+           std::to_string((r.base >> 8) & 255) + "." + std::to_string(r.base & 255) + "/" +
+           std::to_string(r.prefix);
+  };
   for (auto k : kinds_) {
     std::unique_ptr<runtime::driver> d;
     try {
@@ -96,6 +119,8 @@ runtime_set::runtime_set(const runtime_choice& choice, const std::string& runtim
           k == runtime_kind::crun ? runtime::oci_runtime::crun : runtime::oci_runtime::runsc;
         o.data_dir = dir_of(k);
         o.template_layers = layers;
+        o.link_range = part_of(k);
+        o.link_instance = link_instance;
         d = std::make_unique<runtime::oci_driver>(o);
       }
     } catch (const std::exception& e) {

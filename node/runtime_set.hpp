@@ -53,8 +53,12 @@ class runtime_set {
 public:
   // Makes one driver per chosen runtime under `runtimes_dir`/<kind>; the OCI drivers stack
   // sandboxes on `layers` (may be null: only their own `base`). Throws start_error.
+  // With a `link_range` ("10.200.0.0/16"), the OCI drivers number their sandboxes' links
+  // from disjoint parts of it (runsc the first half, crun the second; one OCI runtime the
+  // whole), their interfaces named by `link_instance`; without, no sandbox has a network.
   runtime_set(const runtime_choice& choice, const std::string& runtimes_dir, node_probe& probe,
-              std::shared_ptr<runtime::layer_store> layers = nullptr);
+              std::shared_ptr<runtime::layer_store> layers = nullptr,
+              const std::string& link_range = "", const std::string& link_instance = "");
   ~runtime_set();
   runtime_set(const runtime_set&) = delete;
   runtime_set& operator=(const runtime_set&) = delete;

@@ -62,6 +62,8 @@ struct network_link {
   std::string sandbox_address;  // the sandbox's own address
   std::string netns_path;       // the sandbox's network namespace (bind-mounted)
   std::string sandbox_address6; // its IPv6 address (refused on the host side; sandbox_link.hpp)
+  std::string tenant;           // whose sandbox (create_request::tenant): the egress proxy's
+                                // commands for its connections carry it
   bool operator==(const network_link&) const = default;
 };
 
@@ -75,6 +77,7 @@ struct create_request {
   std::vector<std::string> layers;
   runtime::limits limits;
   network_policy network = network_policy::none;
+  std::string tenant; // the sandbox's, kept with its link (network_link::tenant)
   // Environment every exec of the sandbox sees, kept by the driver with the sandbox (in its
   // record, mode 0600 under the 0700 data directory: secret values live here and nowhere in
   // the event log) so it survives pauses and restarts of the process.

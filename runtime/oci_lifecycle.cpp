@@ -193,8 +193,9 @@ outcome<sandbox_info> oci_driver::create(const create_request& req) {
       link = sandboxd::runtime::link_of(*links_, slot, link_instance(),
                                         options_.data_dir + "/netns/" + req.id);
       r.link_slot = slot;
-      r.info.link = network_link{link->host_interface, link->host_address, link->sandbox_address,
-                                 link->netns_path, link->sandbox_address6};
+      r.info.link =
+        network_link{link->host_interface, link->host_address,     link->sandbox_address,
+                     link->netns_path,     link->sandbox_address6, req.tenant};
     }
     r.agent = uses_agent(r);
     auto undo = [&] {

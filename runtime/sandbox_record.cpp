@@ -74,6 +74,7 @@ void save_record(const std::string& data_dir, const sandbox_record& r, record_wr
                  {"sandbox_address", k->sandbox_address},
                  {"netns_path", k->netns_path},
                  {"sandbox_address6", k->sandbox_address6},
+                 {"tenant", k->tenant},
                  {"slot", r.link_slot}};
   if (r.agent)
     j["init"] = "agent";
@@ -169,9 +170,9 @@ std::optional<sandbox_record> load_record(const std::string& data_dir, const std
   r.info.status = *st;
   if (j.contains("link") && j["link"].is_object()) {
     const auto& k = j["link"];
-    r.info.link = network_link{k.value("interface", ""), k.value("host_address", ""),
-                               k.value("sandbox_address", ""), k.value("netns_path", ""),
-                               k.value("sandbox_address6", "")};
+    r.info.link = network_link{k.value("interface", ""),        k.value("host_address", ""),
+                               k.value("sandbox_address", ""),  k.value("netns_path", ""),
+                               k.value("sandbox_address6", ""), k.value("tenant", "")};
     r.link_slot = k.value("slot", 0u);
   }
   r.agent = j.value("init", "") == "agent";

@@ -439,6 +439,45 @@ BOOST_AUTO_TEST_CASE(admin_calls_need_the_admin_scope) {
   BOOST_TEST(v.checked_rows == 2u); // created, started
 }
 
+// A network policy is parsed and held to the tenant's ceiling before anything is logged:
+// above the ceiling permission_denied (tenant b may have none, a up to allow lists), a rule
+// that does not parse invalid_argument naming it; within, the node's own check follows
+// (this node's hollow driver has no links: invalid_argument). Nothing is made.
+BOOST_AUTO_TEST_CASE(network_policies_are_held_to_each_tenant_s_ceiling) {
+  api_world w(without_read_models([](api::server_options& o) {
+    o.network_ceiling.widest = events::network_mode::allow_list;
+    o.network_ceilings["b"].widest = events::network_mode::none;
+    o.defaults.networked = {events::runtime_kind::hollow};
+  }));
+  auto a = w.connect(k_token_a);
+  api::create_options all;
+  all.network.mode = events::network_mode::full;
+  auto r = a.create(all);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "permission_denied");
+  BOOST_TEST(r.err().message.find("tenant a") != std::string::npos, r.err().message);
+  api::create_options list;
+  list.network.mode = events::network_mode::allow_list;
+  list.network.allowed_hosts = {"pypi.org:443", "10.1.2.3/16"};
+  r = a.create(list);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "invalid_argument");
+  BOOST_TEST(r.err().message.find("10.1.2.3/16") != std::string::npos, r.err().message);
+  list.network.allowed_hosts = {"pypi.org:443"};
+  r = a.create(list);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "invalid_argument");
+  BOOST_TEST(r.err().message.find("cannot be enforced") != std::string::npos, r.err().message);
+  auto b = w.connect(k_token_b);
+  r = b.create(list);
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(api::to_string(r.code()) == "permission_denied");
+  BOOST_TEST(r.err().message.find("tenant b") != std::string::npos, r.err().message);
+  BOOST_TEST(w.server->usage("a").sandboxes == 0u);
+  BOOST_TEST(w.server->usage("b").sandboxes == 0u);
+  must(b.create({})); // none is within every ceiling
+}
+
 BOOST_AUTO_TEST_CASE(quotas_answer_resource_exhausted) {
   api_world w(without_read_models([](api::server_options& o) {
     o.quotas["a"] = api::tenant_quota{2, 0, 0, 0, 0};

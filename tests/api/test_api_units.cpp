@@ -6,12 +6,14 @@
 
 #include "api/address.hpp"
 #include "api/code_language.hpp"
+#include "api/convert.hpp"
 #include "api/log_budget.hpp"
 #include "api/rpc_error.hpp"
 #include "api/tenant_ledger.hpp"
 #include "api/token_authenticator.hpp"
 #include "api/upload_pipe.hpp"
 
+#include <capnp/message.h>
 #include <kj/debug.h>
 
 using namespace sandboxd;
@@ -304,3 +306,60 @@ BOOST_AUTO_TEST_CASE(an_upload_that_sends_nothing_for_its_idle_time_fails_the_pu
 }
 
 BOOST_AUTO_TEST_SUITE_END()
+
+namespace {
+// A NetworkPolicy as a client sends it.
+result<events::network_policy> sent_policy(schema::NetworkPolicy::Mode mode,
+                                           std::vector<std::string> hosts) {
+  capnp::MallocMessageBuilder m;
+  auto p = m.initRoot<schema::NetworkPolicy>();
+  p.setMode(mode);
+  auto h = p.initAllowedHosts(static_cast<unsigned>(hosts.size()));
+  for (unsigned i = 0; i < hosts.size(); ++i)
+    h.set(i, hosts[i]);
+  return api::network_of(p.asReader());
+}
+} // namespace
+
+BOOST_AUTO_TEST_CASE(a_network_policy_is_parsed_into_canonical_rules_or_refused) {
+  using M = schema::NetworkPolicy::Mode;
+  auto p = sent_policy(M::ALLOW_LIST, {"API.GitHub.com.", "10.20.0.0/16:5432", "*.pypi.org:443"});
+  BOOST_REQUIRE(p.ok());
+  BOOST_TEST((p.value().mode == events::network_mode::allow_list));
+  BOOST_TEST(p.value().allowed_hosts.size() == 3u);
+  BOOST_TEST(p.value().allowed_hosts[0] == "api.github.com");
+  auto bad = sent_policy(M::ALLOW_LIST, {"ok.test", "10.1.2.3/16"});
+  BOOST_REQUIRE(!bad.ok());
+  BOOST_TEST(bad.err().code == errc::invalid_argument);
+  BOOST_TEST(bad.err().message.find("10.1.2.3/16") != std::string::npos, bad.err().message);
+  BOOST_TEST(!sent_policy(M::NONE, {"ok.test"}).ok()); // none takes no rules
+  BOOST_TEST(!sent_policy(M::ALLOW_LIST, {"*"}).ok());
+  std::vector<std::string> many(300, "a.test");
+  auto too_many = sent_policy(M::ALLOW_LIST, many);
+  BOOST_REQUIRE(!too_many.ok());
+  BOOST_TEST(too_many.err().message.find("at most 256") != std::string::npos);
+}
+
+BOOST_AUTO_TEST_CASE(a_policy_above_the_tenant_s_ceiling_is_permission_denied) {
+  using M = schema::NetworkPolicy::Mode;
+  network::ceiling lists_only;
+  lists_only.widest = events::network_mode::allow_list;
+  auto all = sent_policy(M::FULL, {});
+  BOOST_REQUIRE(all.ok());
+  auto r = api::network_within_ceiling(all.value(), lists_only, "t1");
+  BOOST_REQUIRE(!r.ok());
+  BOOST_TEST(r.err().code == errc::permission_denied);
+  BOOST_TEST(r.err().message.find("t1") != std::string::npos);
+  auto list = sent_policy(M::ALLOW_LIST, {"pypi.org:443"});
+  BOOST_TEST(api::network_within_ceiling(list.value(), lists_only, "t1").ok());
+  network::ceiling within = lists_only;
+  within.within.push_back(network::parse_rule("*.example.test").value());
+  BOOST_TEST(!api::network_within_ceiling(list.value(), within, "t1").ok());
+  auto inside = sent_policy(M::ALLOW_LIST, {"api.example.test:443"});
+  BOOST_TEST(api::network_within_ceiling(inside.value(), within, "t1").ok());
+  network::ceiling nothing;
+  nothing.widest = events::network_mode::none;
+  BOOST_TEST(!api::network_within_ceiling(list.value(), nothing, "t1").ok());
+  auto none = sent_policy(M::NONE, {});
+  BOOST_TEST(api::network_within_ceiling(none.value(), nothing, "t1").ok());
+}

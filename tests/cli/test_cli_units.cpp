@@ -157,6 +157,15 @@ BOOST_AUTO_TEST_CASE(pairs_signals_modes_cpus_and_offsets) {
   for (const char* bad : {"0", "0.0001", "1.", "", "x", "-1"})
     BOOST_TEST(!parse_cpus(bad).ok(), bad);
 
+  // --network and --allow: rules alone make an allow list; none with rules is refused.
+  auto net = network_flags("", {"pypi.org", "10.0.0.0/8:5432"});
+  BOOST_TEST((net->mode == sandboxd::events::network_mode::allow_list));
+  BOOST_TEST(net->allowed_hosts.size() == 2u);
+  BOOST_TEST((network_flags("", {})->mode == sandboxd::events::network_mode::none));
+  BOOST_TEST((network_flags("all", {})->mode == sandboxd::events::network_mode::full));
+  BOOST_TEST(!network_flags("none", {"pypi.org"}).ok());
+  BOOST_TEST(!network_flags("everything", {}).ok());
+
   auto po = parse_partition_offset("3:1200");
   BOOST_TEST(po->first == 3);
   BOOST_TEST(po->second == 1200);

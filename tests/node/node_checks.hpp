@@ -10,6 +10,8 @@
 #include "projections/rebuild.hpp"
 #include "tests/node/node_fixture.hpp"
 
+#include <prometheus/metric_family.h>
+
 #include <future>
 
 namespace sandboxd::test {
@@ -119,6 +121,37 @@ inline std::vector<std::string> outcomes_missing(const std::vector<ev::event>& e
       open.erase("file op " + d->op_id);
   }
   return {open.begin(), open.end()};
+}
+
+// The value of metric `name` with `labels` among `families` (a histogram's sample count); -1
+// when there is none.
+inline double metric(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
+                     const std::map<std::string, std::string>& labels = {}) {
+  for (const auto& f : families) {
+    if (f.name != name)
+      continue;
+    for (const auto& m : f.metric) {
+      std::map<std::string, std::string> have;
+      for (const auto& l : m.label)
+        have[l.name] = l.value;
+      bool match = true;
+      for (const auto& [k, v] : labels)
+        match = match && have[k] == v;
+      if (!match)
+        continue;
+      switch (f.type) {
+      case prometheus::MetricType::Counter:
+        return m.counter.value;
+      case prometheus::MetricType::Gauge:
+        return m.gauge.value;
+      case prometheus::MetricType::Histogram:
+        return static_cast<double>(m.histogram.sample_count);
+      default:
+        return m.untyped.value;
+      }
+    }
+  }
+  return -1;
 }
 
 } // namespace sandboxd::test

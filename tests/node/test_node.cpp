@@ -453,39 +453,6 @@ BOOST_AUTO_TEST_CASE(published_billing_example_through_commands_bills_one_dollar
   n.stop();
 }
 
-namespace {
-
-double metric(const std::vector<prometheus::MetricFamily>& families, const std::string& name,
-              const std::map<std::string, std::string>& labels = {}) {
-  for (const auto& f : families) {
-    if (f.name != name)
-      continue;
-    for (const auto& m : f.metric) {
-      std::map<std::string, std::string> have;
-      for (const auto& l : m.label)
-        have[l.name] = l.value;
-      bool match = true;
-      for (const auto& [k, v] : labels)
-        match = match && have[k] == v;
-      if (!match)
-        continue;
-      switch (f.type) {
-      case prometheus::MetricType::Counter:
-        return m.counter.value;
-      case prometheus::MetricType::Gauge:
-        return m.gauge.value;
-      case prometheus::MetricType::Histogram:
-        return static_cast<double>(m.histogram.sample_count);
-      default:
-        return m.untyped.value;
-      }
-    }
-  }
-  return -1;
-}
-
-} // namespace
-
 BOOST_AUTO_TEST_CASE(metrics_move_with_commands) {
   node_dir dir;
   nd::node n(node_config_for(dir, {hollow}, false));

@@ -504,3 +504,38 @@ BOOST_AUTO_TEST_CASE(json_log_lines_are_json_whatever_the_message) {
   BOOST_TEST(back.find("ok é 😀 end") != std::string::npos);
   BOOST_TEST(back.find("\xef\xbf\xbd\xef\xbf\xbd") != std::string::npos);
 }
+
+// [network]: the link range and resolver reach the node, the ceilings the RPC server; printed
+// and read back; a mode or rule that does not parse is refused naming the key.
+BOOST_AUTO_TEST_CASE(the_network_settings_reach_the_node_and_the_ceilings) {
+  nd::daemon_settings s;
+  BOOST_REQUIRE(!nd::apply_config(s,
+                                  "[network]\nlink_range = \"10.200.0.0/16\"\n"
+                                  "upstream_dns = \"192.0.2.53\"\nceiling = \"allowlist\"\n"
+                                  "within = [\"*.example.test\"]\n"
+                                  "[network.tenants]\ntrial = \"none\"\n",
+                                  "t.toml"));
+  auto c = nd::to_daemon_config(s);
+  BOOST_REQUIRE(c.value);
+  BOOST_TEST(c.value->node.network.link_range == "10.200.0.0/16");
+  BOOST_TEST(c.value->node.network.upstream_dns == "192.0.2.53");
+  BOOST_TEST((c.value->network_ceiling.widest == sandboxd::events::network_mode::allow_list));
+  BOOST_TEST(c.value->network_ceiling.within.size() == 1u);
+  BOOST_REQUIRE(c.value->network_ceilings.count("trial") == 1u);
+  BOOST_TEST(
+    (c.value->network_ceilings.at("trial").widest == sandboxd::events::network_mode::none));
+  nd::daemon_settings back;
+  BOOST_REQUIRE(!nd::apply_config(back, nd::to_toml(s), "printed"));
+  BOOST_TEST(back.network_link_range == s.network_link_range);
+  BOOST_TEST(back.network_within == s.network_within);
+  BOOST_TEST(back.network_tenant_ceilings == s.network_tenant_ceilings);
+  s.network_ceiling = "everything";
+  auto bad = nd::to_daemon_config(s);
+  BOOST_REQUIRE(bad.failure);
+  BOOST_TEST(bad.failure->message.find("network.ceiling") != std::string::npos);
+  s.network_ceiling = "all";
+  s.network_within = {"10.1.2.3/16"};
+  bad = nd::to_daemon_config(s);
+  BOOST_REQUIRE(bad.failure);
+  BOOST_TEST(bad.failure->message.find("network.within") != std::string::npos);
+}

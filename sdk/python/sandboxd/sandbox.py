@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import inspect
 from typing import (Any, AsyncIterator, Callable, Iterable, Iterator, List, Mapping, Optional,
-                    Union)
+                    Tuple, Union)
 
 from . import _event_stream
 from ._kj import LoopBound
@@ -43,6 +43,16 @@ def _set_timeouts(t: Any, timeout: Any = _KEEP, idle_timeout: Any = _KEEP, lifet
         t.onTimeout.delete = None
     else:
         t.onTimeout.pause = "memory" if on_timeout == "pause:memory" else "filesystem"
+
+
+def _network_policy(network: Union[str, Iterable[str]],
+                    allowed_hosts: Iterable[str]) -> Tuple[str, List[str]]:
+    """The schema's mode and rules for ``create(network=..., allowed_hosts=...)``."""
+    hosts = list(allowed_hosts)
+    if not isinstance(network, str):
+        return "allowList", list(network) + hosts
+    mode = {"all": "full", "allowlist": "allowList"}.get(network, network)
+    return check_choice("network", mode, ("none", "full", "allowList")), hosts
 
 
 def _given(**settings: Any) -> Mapping[str, Any]:
@@ -112,7 +122,7 @@ class AsyncSandbox(LoopBound):
         lifetime: Optional[float] = None,
         paused_retention: Optional[float] = None,
         on_timeout: Optional[str] = None,
-        network: str = "none",
+        network: Union[str, Iterable[str]] = "none",
         allowed_hosts: Iterable[str] = (),
         request_id: Optional[str] = None,
         addr: Optional[str] = None,
@@ -140,8 +150,9 @@ class AsyncSandbox(LoopBound):
             env = r.init("env", len(variables))
             for i, (k, v, secret) in enumerate(variables):
                 env[i].name, env[i].value, env[i].secret = k, v, secret
-        r.network.mode = check_choice("network", network, ("none", "full", "allowList"))
-        r.network.allowedHosts = list(allowed_hosts)
+        mode, hosts = _network_policy(network, allowed_hosts)
+        r.network.mode = mode
+        r.network.allowedHosts = hosts
         labels = r.init("labels", len(metadata or {}))
         for i, (k, v) in enumerate((metadata or {}).items()):
             labels[i].key, labels[i].value = k, v
@@ -361,7 +372,7 @@ class Sandbox:
         lifetime: Optional[float] = None,
         paused_retention: Optional[float] = None,
         on_timeout: Optional[str] = None,
-        network: str = "none",
+        network: Union[str, Iterable[str]] = "none",
         allowed_hosts: Iterable[str] = (),
         request_id: Optional[str] = None,
         addr: Optional[str] = None,
@@ -385,7 +396,11 @@ class Sandbox:
             paused_retention: seconds a paused sandbox is kept before it is deleted.
             on_timeout: ``"delete"`` (default), ``"pause"`` / ``"pause:filesystem"`` or
                 ``"pause:memory"``.
-            network: ``"none"`` (loopback only; what this daemon enforces).
+            network: ``"none"`` (loopback only, the default), a list of destinations the
+                sandbox may reach (an allow list: ``["pypi.org", "*.pythonhosted.org:443",
+                "10.20.0.0/16:5432"]``, docs/network.md), ``"allowlist"`` with
+                ``allowed_hosts``, or ``"all"`` (public addresses; never the node,
+                link-local or private ones unless listed in ``allowed_hosts``).
             request_id: makes the create idempotent: repeating it returns the same sandbox.
             addr, token: where sandboxd is and the token (default SANDBOXD_ADDR and
                 SANDBOXD_TOKEN, else ``./var``); or ``client``, a connection of your own.

@@ -138,6 +138,14 @@ def test_invalid_settings_are_invalid_argument(daemon) -> None:
     with pytest.raises(sandboxd.InvalidArgumentError) as e:
         Sandbox.create(runtime="hollow", network="bridge")
     assert "'bridge' is not one of none" in e.value.message
+    # An allow list is parsed by the daemon (a bad rule is named), and refused where the
+    # node cannot enforce it (hollow has no links).
+    with pytest.raises(sandboxd.InvalidArgumentError) as e:
+        Sandbox.create(runtime="hollow", network=["pypi.org", "10.1.2.3/16"])
+    assert "10.1.2.3/16" in e.value.message
+    with pytest.raises(sandboxd.InvalidArgumentError) as e:
+        Sandbox.create(runtime="hollow", network=["pypi.org:443"])
+    assert "cannot enforce a network policy" in e.value.message
     with pytest.raises(sandboxd.InvalidArgumentError):
         next(iter(Sandbox.list(state="runnin")))
     with Sandbox.create(runtime="hollow") as s:
