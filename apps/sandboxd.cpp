@@ -400,6 +400,14 @@ int main(int argc, char** argv) {
                                 pools, node.templates() ? node.templates()->layers().path() : "");
     const auto bounds = sandboxd::node::resolve(config.bounds, capacity);
     o.defaults.ceilings = bounds.ceilings;
+    // The config file's pools (the node has them by now).
+    for (const auto& p : node.plane().pools(std::chrono::seconds(2)))
+      if (auto why =
+            sandboxd::node::pool_over_ceilings(p.key, p.settings.key.limits, bounds.ceilings)) {
+        spdlog::error("sandboxd cannot start: {}", *why);
+        node.stop();
+        return 1;
+      }
     const auto& q = bounds.quota;
     o.quota = q;
     spdlog::info("limits: a sandbox may ask for at most {} MiB memory, {} millicores, {} pids, "

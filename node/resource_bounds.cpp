@@ -117,4 +117,21 @@ resolved_bounds resolve(const bound_settings& s, const node_capacity& c) {
   return r;
 }
 
+std::optional<std::string> pool_over_ceilings(const std::string& pool,
+                                              const events::sandbox_limits& limits,
+                                              const events::sandbox_limits& ceilings) {
+  const std::pair<const char*, std::pair<std::uint64_t, std::uint64_t>> each[] = {
+    {"memory_mib", {limits.memory_mib, ceilings.memory_mib}},
+    {"cpu_millicores", {limits.cpu_millicores, ceilings.cpu_millicores}},
+    {"pids", {limits.pids, ceilings.pids}},
+    {"disk_mib", {limits.disk_mib, ceilings.disk_mib}}};
+  for (const auto& [field, v] : each)
+    if (v.second != 0 && v.first > v.second)
+      return "pool " + pool + ": " + field + " " + std::to_string(v.first) +
+             " is over this node's ceiling of " + std::to_string(v.second) +
+             ", so no create could be served from it; lower the pool's " + field +
+             " or raise the ceiling ([limits])";
+  return std::nullopt;
+}
+
 } // namespace sandboxd::node

@@ -72,4 +72,11 @@ struct resolved_bounds {
 };
 resolved_bounds resolve(const bound_settings& s, const node_capacity& c);
 
+// Why warm pool `pool` (of sandboxes with `limits`) could never serve a create: a limit over
+// its ceiling (a create asking for it is refused before any pool is asked), named with what
+// to do; nullopt when every limit fits (a ceiling of 0 is none).
+std::optional<std::string> pool_over_ceilings(const std::string& pool,
+                                              const events::sandbox_limits& limits,
+                                              const events::sandbox_limits& ceilings);
+
 } // namespace sandboxd::node

@@ -27,11 +27,25 @@ inline boost::test_tools::assertion_result runs(runtime::oci_runtime kind) {
   return true;
 }
 
+// Removes every sandbox the driver still holds once the control plane is gone (a case that
+// stopped on a failed requirement left its sandboxes, and a pool its ready ones): nothing of a
+// world outlives it, whatever the case did.
+struct driver_sweeper {
+  runtime::oci_driver& driver;
+  ~driver_sweeper() {
+    if (auto left = driver.list(); left.ok())
+      for (const auto& sb : left.value())
+        driver.remove(sb.id);
+    driver.drain_removals();
+  }
+};
+
 // A control plane on one real runtime and an RPC server in front of it.
 struct rpc_world {
   rpc_world(runtime::oci_runtime kind, events::runtime_kind as,
             std::vector<actors::pool_settings> pools = {})
-      : log(events::file_log_options{dir / "log", 2}), driver(driver_options(kind, dir)),
+      : log(events::file_log_options{dir / "log", 2}),
+        driver(driver_options(kind, dir)), sweeper{driver},
         plane(plane_options(log, driver, dir, std::move(pools))),
         server(server_options(plane, log, tokens, as, dir)) {}
 
@@ -74,6 +88,7 @@ struct rpc_world {
   temp_dir dir{"api-runtime"};
   events::file_log log;
   runtime::oci_driver driver;
+  driver_sweeper sweeper; // after the plane is gone, before the driver
   actors::control_plane plane;
   api::token_authenticator tokens;
   api::server server;

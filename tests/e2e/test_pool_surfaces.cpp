@@ -5,7 +5,8 @@
 //   - `sandboxctl create` (no new flag) is served from it and says so in --json; a tenant's
 //     create is served too; `create --no-pool` is cold and asks no pool;
 //   - a create while the pool holds nothing ready is a miss, made cold;
-//   - the metrics count the pool's sizes, hits, misses, creates and refill time.
+//   - the metrics count the pool's sizes, hits, misses, creates and refill time;
+//   - a pool over a ceiling stops the start (no create could be served from it).
 #define BOOST_TEST_MODULE pool_surfaces
 #include "tests/e2e/api_e2e_support.hpp"
 #include "tests/e2e/metrics_scrape.hpp"
@@ -100,7 +101,10 @@ BOOST_AUTO_TEST_CASE(sandboxctl_and_the_metrics_show_and_use_the_pool) {
 
   // Emptied by the operator: a create is a miss, made cold.
   ctl_ok(d, {"pool", "set", "--runtime", "hollow", "--size", "0"});
-  BOOST_TEST_REQUIRE(eventually([&] { return pool_list(d)["ready"] == 0; }));
+  BOOST_TEST_REQUIRE(eventually([&] {
+    auto now = pool_list(d);
+    return now["ready"] == 0 && now["making"] == 0;
+  }));
   auto missed = create_json(d, {});
   BOOST_TEST(!missed.contains("from_pool"), missed.dump());
   pool = pool_list(d);
@@ -116,9 +120,12 @@ BOOST_AUTO_TEST_CASE(sandboxctl_and_the_metrics_show_and_use_the_pool) {
   const std::string of = "pool=\"" + key + "\"";
   BOOST_TEST(pool_sample(m, "sandboxd_pool_claims_total", "outcome=\"hit\"") == 2);
   BOOST_TEST(pool_sample(m, "sandboxd_pool_claims_total", "outcome=\"miss\"") == 1);
-  BOOST_TEST(pool_sample(m, "sandboxd_pool_creates_total", "outcome=\"made\"") >= 4);
+  // Nothing ready or being made: every sandbox the pool made was claimed or retired.
+  const double made = pool_sample(m, "sandboxd_pool_creates_total", "outcome=\"made\"");
+  BOOST_TEST(made >= 2);
   BOOST_TEST(pool_sample(m, "sandboxd_pool_creates_total", "outcome=\"failed\"") == 0);
   BOOST_TEST(pool_sample(m, "sandboxd_pool_retired_total", of) >= 1);
+  BOOST_TEST(made == 2 + pool_sample(m, "sandboxd_pool_retired_total", of));
   BOOST_TEST(pool_sample(m, "sandboxd_pool_refill_seconds", "stat=\"mean\"") > 0);
   BOOST_TEST(pool_sample(m, "sandboxd_pool_refill_seconds", "stat=\"max\"") >=
              pool_sample(m, "sandboxd_pool_refill_seconds", "stat=\"mean\""));
@@ -131,4 +138,23 @@ BOOST_AUTO_TEST_CASE(sandboxctl_and_the_metrics_show_and_use_the_pool) {
     ctl_ok(d, {"delete", id.get<std::string>()});
   ctl_ok(d, {"delete", theirs["id"].get<std::string>()}, as_acme);
   BOOST_TEST(d.stop() == 0);
+}
+
+// A pool whose sandboxes pass a ceiling could never serve a create: the daemon refuses to
+// start with it and says which pool, limit and ceiling (and what to do).
+BOOST_AUTO_TEST_CASE(a_pool_over_a_ceiling_stops_the_start) {
+  node_dir config_dir;
+  const std::string config = config_dir.path() + "/pools.toml";
+  std::ofstream(config) << "[[pools]]\ntemplate = \"base\"\nruntime = \"hollow\"\n"
+                           "memory_mib = 8192\nsize = 1\n";
+  try {
+    daemon_process d({"--runtime", "hollow", "--config", config, "--max-memory-mib", "4096"});
+    BOOST_FAIL("sandboxd started with a pool over its memory ceiling");
+  } catch (const std::runtime_error& e) {
+    const std::string why = e.what();
+    BOOST_TEST(why.find("sandboxd cannot start: pool base/hollow/m8192/") != std::string::npos,
+               why);
+    BOOST_TEST(why.find("memory_mib 8192 is over this node's ceiling of 4096") != std::string::npos,
+               why);
+  }
 }

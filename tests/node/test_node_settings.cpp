@@ -184,6 +184,25 @@ BOOST_AUTO_TEST_CASE(printed_settings_read_back_the_same) {
 // The template quotas: keys of [quotas] like the others, printed and read back, reaching the
 // node's bounds; unset, a node with a template pool gives each tenant 100 templates and half
 // the pool; a node without one (hollow only) none.
+// A warm pool whose sandboxes pass a ceiling could never serve a create (the create is
+// refused first): the daemon refuses to start with it, naming the pool, field and ceiling.
+BOOST_AUTO_TEST_CASE(a_pool_over_a_ceiling_is_named_and_one_within_them_passes) {
+  const ev::sandbox_limits ceilings{4096, 2000, 1024, 20480};
+  BOOST_TEST(!nd::pool_over_ceilings("p", {512, 1000, 512, 10240}, ceilings).has_value());
+  BOOST_TEST(!nd::pool_over_ceilings("p", ceilings, ceilings).has_value(), "at the ceiling");
+  BOOST_TEST(!nd::pool_over_ceilings("p", {1 << 20, 64000, 1 << 20, 1 << 30}, {}).has_value(),
+             "no ceilings set");
+  auto why = nd::pool_over_ceilings("base/crun/m8192", {8192, 1000, 512, 10240}, ceilings);
+  BOOST_TEST_REQUIRE(why.has_value());
+  BOOST_TEST(*why == "pool base/crun/m8192: memory_mib 8192 is over this node's ceiling of 4096, "
+                     "so no create could be served from it; lower the pool's memory_mib or raise "
+                     "the ceiling ([limits])");
+  for (auto over :
+       {ev::sandbox_limits{512, 2001, 512, 10240}, ev::sandbox_limits{512, 1000, 1025, 10240},
+        ev::sandbox_limits{512, 1000, 512, 20481}})
+    BOOST_TEST(nd::pool_over_ceilings("p", over, ceilings).has_value());
+}
+
 BOOST_AUTO_TEST_CASE(the_template_quotas_are_settings_with_defaults) {
   nd::daemon_settings s;
   BOOST_REQUIRE(!nd::apply_config(s, "[quotas]\ntemplates = 3\ntemplate_mib = 512\n", "t.toml"));
