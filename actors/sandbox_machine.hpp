@@ -241,14 +241,15 @@ struct close_connection {
 inline constexpr std::size_t k_max_open_connections = 1024;
 
 // In command_kind order (kind_of is the index).
-using command_body = std::variant<
-  cmd::create, cmd::pause, cmd::resume, cmd::remove, cmd::exec, cmd::read_file, cmd::write_file,
-  cmd::set_timeout, cmd::snapshot, cmd::runtime_started, cmd::runtime_paused, cmd::runtime_resumed,
-  cmd::runtime_deleted, cmd::runtime_failed, cmd::exec_finished, cmd::storage_sampled,
-  cmd::idle_timer, cmd::lifetime_timer, cmd::retention_timer, cmd::make_dir, cmd::remove_path,
-  cmd::rename_path, cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact,
-  cmd::set_network, cmd::open_connection, cmd::close_connection, cmd::claim, cmd::runtime_claimed,
-  cmd::delete_snapshot>;
+using command_body =
+  std::variant<cmd::create, cmd::pause, cmd::resume, cmd::remove, cmd::exec, cmd::read_file,
+               cmd::write_file, cmd::set_timeout, cmd::snapshot, cmd::runtime_started,
+               cmd::runtime_paused, cmd::runtime_resumed, cmd::runtime_deleted, cmd::runtime_failed,
+               cmd::exec_finished, cmd::storage_sampled, cmd::idle_timer, cmd::lifetime_timer,
+               cmd::retention_timer, cmd::make_dir, cmd::remove_path, cmd::rename_path,
+               cmd::list_dir, cmd::stat_path, cmd::kill_exec, cmd::timeout_timer, cmd::redact,
+               cmd::set_network, cmd::open_connection, cmd::close_connection, cmd::claim,
+               cmd::runtime_claimed, cmd::delete_snapshot>;
 
 struct command {
   std::string tenant;    // of the caller; becomes the sandbox's tenant on create

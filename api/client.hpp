@@ -88,6 +88,10 @@ struct create_options {
   std::string client_request_id;
   std::vector<events::env_var> env; // every exec sees these; `secret` values are never logged
   bool no_pool = false;             // made cold even when a warm pool could serve it
+  // A fork: the writable layer starts as this snapshot; template and runtime are the
+  // snapshot's (leave them empty).
+  std::string from_snapshot;
+  events::network_policy network; // mode none: loopback only (docs/network.md)
 };
 
 // A warm pool (docs/pools.md): the key a create must match, and how many it keeps ready.
@@ -108,10 +112,6 @@ struct pool_info {
   double refill_seconds_mean = 0, refill_seconds_max = 0;
   std::vector<std::string> ready_ids;
   std::string last_error;
-  // A fork: the writable layer starts as this snapshot; template and runtime are the
-  // snapshot's (leave them empty).
-  std::string from_snapshot;
-  events::network_policy network;   // mode none: loopback only (docs/network.md)
 };
 
 struct exec_options {

@@ -202,7 +202,7 @@ struct created {
   // "": a tenant's own sandbox. Else the key of the warm pool that made it (docs/pools.md):
   // the event's tenant is the pool tenant (k_pool_tenant), until a claim_requested.
   std::string pool;
-  std::string from_snapshot;     // a fork: the snapshot its writable layer started as
+  std::string from_snapshot; // a fork: the snapshot its writable layer started as
   bool operator==(const created&) const = default;
 };
 
