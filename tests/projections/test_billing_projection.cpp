@@ -72,7 +72,8 @@ struct fixture {
 //   seq 12 timeout_changed         T+2h       seq 25 deleted (layer 4 GiB)    T+7h
 //   seq 13 network_changed         T+2h       seq 26 redacted                 T+8h
 // and, after it all (so that the sequence numbers above stay), seq 27 snapshot_requested and
-// seq 28 snapshot_deleted at T+8h: neither carries a reading, so neither bills.
+// seq 28 snapshot_deleted at T+8h: neither carries a reading, so neither bills. Then a pool
+// sandbox of another tenant's: created, started, claimed by beta.
 std::vector<events::event> every_kind() {
   using namespace events;
   sandbox_events s("sb-all", "acme", t0_ns);
@@ -131,6 +132,13 @@ std::vector<events::event> every_kind() {
     .add(template_event{"tpl-1", "py", template_scope::tenant, template_created{}}, "alice");
   auto all = s.events();
   all.insert(all.begin() + 11, templates.events().front());
+  // A warm pool's sandbox claimed by another tenant (claim_requested, claimed): its bill is
+  // beta's from the claim (test_api_pool_runtime) and moves none of acme's.
+  sandbox_events pooled("sb-pool", std::string(events::k_pool_tenant), t0_ns);
+  pooled.pool_created(512, "base/crun/m512/c1000/p256/d10240").started();
+  pooled.after(8h + 30min).claimed_by("beta");
+  for (auto& e : pooled.events())
+    all.push_back(std::move(e));
   return all;
 }
 
@@ -140,7 +148,7 @@ BOOST_AUTO_TEST_SUITE(postgres, *boost::unit_test::precondition(sandboxd::test::
 
 BOOST_FIXTURE_TEST_CASE(every_event_kind_bills_what_was_worked_out_by_hand, fixture) {
   const auto stream = every_kind();
-  BOOST_TEST_REQUIRE(stream.size() == 29u);
+  BOOST_TEST_REQUIRE(stream.size() == 33u);
   std::set<std::string_view> kinds;
   for (const auto& e : stream)
     kinds.insert(events::type_name(e.body));
