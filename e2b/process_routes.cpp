@@ -85,12 +85,12 @@ T parsed(result<T> r) {
   return std::move(r).value();
 }
 
-// envd runs commands as the user the call names (HTTP Basic "user:"); sandboxd's as the
-// sandbox's own user (root inside it).
-void check_user(const exchange& x) {
+// envd runs commands as the user the call names (HTTP Basic "user:"). sandboxd runs them as
+// "root" when named (the answer, for ExecRequest.user), else as the template's user ("").
+std::string user_of(const exchange& x) {
   constexpr std::string_view basic = "Basic ";
   if (x.authorization.rfind(basic, 0) != 0)
-    return;
+    return "";
   auto decoded = decode_base64(std::string_view(x.authorization).substr(basic.size()));
   if (!decoded)
     throw_connect(connect_code::invalid_argument, "the Authorization header is not Basic");
@@ -100,6 +100,7 @@ void check_user(const exchange& x) {
                   "user " + user +
                     ": sandboxd runs commands and file calls as the sandbox's "
                     "root user; leave user unset or give \"root\" (docs/e2b.md)");
+  return user;
 }
 
 // The Exec of the process `pid`: from the table, else among the sandbox's execs.
@@ -163,8 +164,9 @@ kj::Promise<void> start(route_context& ctx, exchange& x, connect_stream& s) {
                     "sandboxd runs no PTY; run the command without one (docs/e2b.md)");
     if (r.process.cmd.empty())
       throw_connect(connect_code::invalid_argument, "no command to start (process.cmd)");
-    check_user(x);
-    return envd_caller_of(ctx, x).then([&ctx, &x, &s, r = kj::mv(r)](envd_caller c) mutable {
+    auto user = user_of(x);
+    return envd_caller_of(ctx, x).then([&ctx, &x, &s, r = kj::mv(r),
+                                        user = kj::mv(user)](envd_caller c) mutable {
       auto entry = ctx.processes.prepare(c.sandbox_key, r.process, r.stdin, s);
       auto req = c.sandbox.startRequest();
       auto e = req.initRequest();
@@ -179,6 +181,7 @@ kj::Promise<void> start(route_context& ctx, exchange& x, connect_stream& s) {
       }
       if (r.process.cwd && !r.process.cwd->empty())
         e.setCwd(sandbox_path(*r.process.cwd));
+      e.setUser(text(user));
       e.setStreamStdin(r.stdin);
       e.setMaxOutputBytes(ctx.limits.max_output_bytes);
       // E2B's command timeout (the call's deadline) ends the process, as envd's does.
